@@ -1,0 +1,135 @@
+"""The case model: one request, the tools offered, the candidate response, and what was expected."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from judge._calls import Response, ShapeError, normalise_response
+
+Label = Literal["correct", "incorrect"]
+ExpectedBehavior = Literal["call", "no_call", "ask"]
+
+_MATCHER_KEYS = frozenset(("$any", "$optional"))
+_NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class Tool(BaseModel):
+    """A tool the candidate could call, normalised from the OpenAI, Responses or Anthropic form."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=lambda: dict(_NO_PARAMETERS))
+    """The JSON Schema of the arguments, exactly as the model was given it."""
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> Tool:
+        """Read `{"type": "function", "function": {...}}`, `{"name", "parameters"}` or
+        `{"name", "input_schema"}`."""
+        if isinstance(spec, Tool):
+            return spec
+        if not isinstance(spec, dict):
+            raise ValueError(f"a tool must be an object, got {type(spec).__name__}")
+        fn = spec.get("function", spec)
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise ValueError("a tool needs a name: {'type': 'function', 'function': {'name': ...}}")
+        params = fn.get("parameters", fn.get("input_schema"))
+        if params is None:
+            params = dict(_NO_PARAMETERS)
+        elif not isinstance(params, dict):
+            raise ValueError(f"tool {fn['name']!r}: parameters must be an object (a JSON Schema)")
+        description = fn.get("description")
+        if description is not None and not isinstance(description, str):
+            raise ValueError(f"tool {fn['name']!r}: description must be text")
+        # Every field was checked above: skip a second validation on this hot path.
+        return cls.model_construct(name=fn["name"], description=description, parameters=params)
+
+    def to_openai(self) -> dict[str, Any]:
+        """The tool in OpenAI chat-completions form."""
+        fn: dict[str, Any] = {"name": self.name, "parameters": self.parameters}
+        if self.description is not None:
+            fn["description"] = self.description
+        return {"type": "function", "function": fn}
+
+
+class ExpectedCall(BaseModel):
+    """A call the candidate should make.
+
+    Each argument value is a literal JSON value, or a matcher `{"$any": [v1, v2, ...]}`
+    (any of them), optionally with `"$optional": true` (may be left out).
+    `{"$any": [], "$optional": true}` means the argument must be left out.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("arguments")
+    @classmethod
+    def _check_matchers(cls, arguments: dict[str, Any]) -> dict[str, Any]:
+        for key, value in arguments.items():
+            if isinstance(value, dict) and (value.keys() & _MATCHER_KEYS):
+                if not value.keys() <= _MATCHER_KEYS:
+                    extra = sorted(value.keys() - _MATCHER_KEYS)
+                    raise ValueError(f"argument {key!r}: unknown matcher keys {extra}")
+                if "$any" in value and not isinstance(value["$any"], list):
+                    raise ValueError(f"argument {key!r}: $any must be a list of values")
+                if "$optional" in value and not isinstance(value["$optional"], bool):
+                    raise ValueError(f"argument {key!r}: $optional must be true or false")
+        return arguments
+
+
+class Labels(BaseModel):
+    """Human labels, used only by calibration."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    selection: Label | None = None
+    arguments: Label | None = None
+
+
+class Case(BaseModel):
+    """One graded unit: the conversation, the tools offered, the candidate response and
+    what was expected. `name` is accepted for `id`."""
+
+    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True, populate_by_name=True)
+
+    id: str = Field(validation_alias=AliasChoices("id", "name"))
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tools: tuple[Tool, ...] = ()
+    response: Response | None = None
+    """What the candidate returned; None means it has yet to be run."""
+    expected_calls: tuple[ExpectedCall, ...] | None = None
+    """None: unknown (judge only); []: no tool should be called."""
+    expected_behavior: ExpectedBehavior | None = None
+    labels: Labels | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _read_tools(cls, tools: Any) -> Any:
+        if tools is None:
+            return ()
+        if not isinstance(tools, list | tuple):
+            raise ValueError("tools must be a list")
+        specs = []
+        for i, spec in enumerate(tools):
+            try:
+                specs.append(Tool.from_spec(spec))
+            except ValueError as exc:
+                raise ShapeError(f"/{i}", str(exc)) from None
+        return tuple(specs)
+
+    @field_validator("response", mode="before")
+    @classmethod
+    def _read_response(cls, response: Any) -> Response | None:
+        return normalise_response(response)
+
+    @property
+    def tool_calls(self) -> tuple[Any, ...]:
+        """The candidate's calls (empty when there is no response)."""
+        return self.response.tool_calls if self.response is not None else ()

@@ -1,0 +1,192 @@
+"""Load cases from JSON Lines files, pandas DataFrames or plain Python objects.
+
+A malformed case never stops the others: iteration yields a `CaseError` in its place.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Iterator
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import orjson
+from pydantic import ValidationError
+
+from judge._calls import ShapeError
+from judge._case import Case
+from judge._errors import CaseError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+# DataFrame columns that may hold JSON text (a frame read from CSV, say).
+_JSON_COLUMNS = ("messages", "tools", "response", "expected_calls", "labels", "meta")
+
+
+class LoadedCases(list[Case]):
+    """The cases that loaded, in order, with `errors` for those that did not."""
+
+    def __init__(self, cases: Iterable[Case] = (), errors: Iterable[CaseError] = ()) -> None:
+        super().__init__(cases)
+        self.errors: list[CaseError] = list(errors)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per case, with the nested fields as Python objects."""
+        import pandas as pd
+
+        rows = [case.model_dump(mode="json", exclude={"tools"}) for case in self]
+        for row, case in zip(rows, self, strict=True):
+            row["tools"] = [tool.to_openai() for tool in case.tools]
+        columns = list(Case.model_fields)
+        return pd.DataFrame(rows, columns=columns)
+
+
+def load_cases(source: Any) -> LoadedCases:
+    """Load every case of a JSONL path, a DataFrame or an iterable of dicts or `Case`s.
+
+    Malformed cases are collected in `.errors` (each names its file, line, case and JSON
+    pointer); raises `InputError` only when the source cannot be read at all.
+    """
+    loaded = LoadedCases()
+    for item in iter_cases(source):
+        if isinstance(item, CaseError):
+            loaded.errors.append(item)
+        else:
+            loaded.append(item)
+    return loaded
+
+
+def iter_cases(source: Any) -> Iterator[Case | CaseError]:
+    """Yield each case of `source` in order, or the `CaseError` that stands in its place."""
+    if isinstance(source, str | PathLike):
+        return _iter_file(source)
+    if _is_dataframe(source):
+        return _iter_frame(source)
+    if isinstance(source, Case | dict):
+        source = [source]
+    return _iter_objects(source)
+
+
+def parse_case(data: Any, *, source: str, line: int | None) -> Case:
+    """Validate one decoded case; raise `CaseError` saying where it is wrong."""
+    if isinstance(data, Case):
+        return data
+    if not isinstance(data, dict):
+        raise CaseError(
+            f"a case must be a JSON object, got {_json_kind(data)}", source=source, line=line
+        )
+    case_id = data.get("id", data.get("name"))
+    if case_id is None:
+        case_id = fallback_id(source, line)
+        data = {**data, "id": case_id}
+    try:
+        return Case.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(exc, source=source, line=line, case_id=str(case_id)) from None
+
+
+def fallback_id(source: str, line: int | None) -> str:
+    """The id of a case that has none: `<file name>:<line>`."""
+    return f"{Path(source).name}:{line}" if line is not None else source
+
+
+def _iter_file(path: str | PathLike[str]) -> Iterator[Case | CaseError]:
+    name = str(path)
+    if name == "-":
+        yield from _iter_lines(sys.stdin.buffer, "<stdin>")
+        return
+    try:
+        stream = open(name, "rb")  # noqa: SIM115 - a generator cannot open it in a `with` first
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory, expected a JSON Lines file") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read cases: {exc.strerror or exc}") from None
+    with stream:
+        yield from _iter_lines(stream, name)
+
+
+def _iter_lines(stream: BinaryIO, name: str) -> Iterator[Case | CaseError]:
+    for number, raw in enumerate(stream, start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            yield CaseError(f"not valid JSON: {exc}", source=name, line=number)
+            continue
+        try:
+            yield parse_case(data, source=name, line=number)
+        except CaseError as exc:
+            yield exc
+
+
+def _iter_frame(frame: pd.DataFrame) -> Iterator[Case | CaseError]:
+    for position, record in enumerate(frame.to_dict("records"), start=1):
+        data: dict[str, Any] = {}
+        for key, value in record.items():
+            if _is_missing(value):
+                continue
+            if key in _JSON_COLUMNS and isinstance(value, str | bytes):
+                try:
+                    value = orjson.loads(value)
+                except orjson.JSONDecodeError:
+                    if key != "response":  # plain text is a valid response
+                        yield CaseError(
+                            f"column {key!r} holds text that is not JSON",
+                            source="<dataframe>",
+                            line=position,
+                            pointer=f"/{key}",
+                        )
+                        break
+            data[str(key)] = value
+        else:
+            try:
+                yield parse_case(data, source="<dataframe>", line=position)
+            except CaseError as exc:
+                yield exc
+
+
+def _iter_objects(items: Iterable[Any]) -> Iterator[Case | CaseError]:
+    for position, item in enumerate(items, start=1):
+        try:
+            yield parse_case(item, source="<objects>", line=position)
+        except CaseError as exc:
+            yield exc
+
+
+def _from_validation(
+    exc: ValidationError, *, source: str, line: int | None, case_id: str
+) -> CaseError:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    pointer = "".join(f"/{part}" for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, ShapeError):
+        pointer += cause.pointer
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return CaseError(message, source=source, line=line, case_id=case_id, pointer=pointer)
+
+
+def _is_dataframe(value: Any) -> bool:
+    module = type(value).__module__
+    return module.startswith("pandas") and type(value).__name__ == "DataFrame"
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _json_kind(value: Any) -> str:
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+    }.get(type(value), "a number")

@@ -1,0 +1,106 @@
+"""Results: one `CaseResult` per case, with failures from one shared taxonomy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class FailureKind(StrEnum):
+    """Why a call (or a case) failed. Shared by the deterministic checks and the judge."""
+
+    INVALID_JSON = "InvalidJson"
+    """The arguments are not JSON, or not a JSON object."""
+    UNKNOWN_NAME = "UnknownName"
+    """The name is not among the case's tools (exact match)."""
+    SCHEMA_MISMATCH = "SchemaMismatch"
+    """The arguments break the tool's own JSON Schema (Draft 7)."""
+    INVALID_SCHEMA = "InvalidSchema"
+    """The tool's own schema is broken, so its calls cannot be validated."""
+    MISSING_CALL = "MissingCall"
+    """An expected call was not made."""
+    UNEXPECTED_CALL = "UnexpectedCall"
+    """A call was made that was not expected (any call when none was)."""
+    WRONG_TOOL = "WrongTool"
+    """As many calls as expected, but a name differs."""
+    WRONG_VALUE = "WrongValue"
+    """An argument's value is not an acceptable one."""
+    MISSING_ARGUMENT = "MissingArgument"
+    """An expected, non-optional argument was left out."""
+    INVALID_CASE = "InvalidCase"
+    """The case itself could not be read; nothing was graded."""
+
+
+class Failure(BaseModel):
+    """One thing that is wrong, and where."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: int | None
+    """Index of the call in the response's `tool_calls`; null when no call is at fault."""
+    kind: FailureKind
+    path: str
+    """JSON pointer: into the call's arguments for argument failures (`/order_id`), to the
+    expected call for `MissingCall` (`/expected_calls/1`), into the case for `InvalidCase`,
+    and "" when the whole call is at fault."""
+    message: str
+
+
+class CaseResult(BaseModel):
+    """The grade of one case. Each check is true, false, or null where it does not apply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tool_selection: bool | None
+    """The multiset of called names equals the expected one; null without `expected_calls`."""
+    schema_valid: bool | None
+    """Every call parses and fits its tool's schema; null when there are no calls."""
+    argument_values: bool | None
+    """Calls match expected calls one-to-one, every expected argument acceptable; null when
+    `expected_calls` is absent or empty."""
+    passed: bool | None
+    """The case passes; null when there is nothing to grade it against."""
+    failures: tuple[Failure, ...] = ()
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The result as plain JSON data (the JSON Lines format), built without validation."""
+        return {
+            "id": self.id,
+            "tool_selection": self.tool_selection,
+            "schema_valid": self.schema_valid,
+            "argument_values": self.argument_values,
+            "passed": self.passed,
+            "failures": [
+                {"call": f.call, "kind": f.kind.value, "path": f.path, "message": f.message}
+                for f in self.failures
+            ],
+        }
+
+
+_CHECK_COLUMNS = ("tool_selection", "schema_valid", "argument_values", "passed")
+
+
+class CheckResults(list[CaseResult]):
+    """The results of `check`, in case order."""
+
+    def __init__(self, results: Iterable[CaseResult] = ()) -> None:
+        super().__init__(results)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per case; checks as nullable booleans, `failures` as a list of dicts,
+        and `failure_kinds` for filtering."""
+        import pandas as pd
+
+        rows = [r.to_json_dict() for r in self]
+        for row in rows:
+            row["failure_kinds"] = sorted({f["kind"] for f in row["failures"]})
+        columns = ["id", *_CHECK_COLUMNS, "failures", "failure_kinds"]
+        frame = pd.DataFrame(rows, columns=columns)
+        return frame.astype(dict.fromkeys(_CHECK_COLUMNS, "boolean"))

@@ -1,0 +1,288 @@
+"""Loading cases: JSON Lines, DataFrames, Python objects, and every accepted response shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from judge import Case, CaseError, InputError, ToolCall, check, load_cases
+from tests.helpers import WEATHER, case, tool
+
+OPENAI_CHAT = {
+    "role": "assistant",
+    "content": "Checking.",
+    "tool_calls": [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        }
+    ],
+}
+EXPECTED = (ToolCall(name="get_weather", arguments='{"city": "Paris"}', id="c1"),)
+
+
+@pytest.mark.parametrize(
+    ("response", "content", "calls"),
+    [
+        pytest.param(OPENAI_CHAT, "Checking.", EXPECTED, id="openai-chat-message"),
+        pytest.param(
+            {"choices": [{"message": OPENAI_CHAT, "finish_reason": "tool_calls"}]},
+            "Checking.",
+            EXPECTED,
+            id="openai-chat-completion",
+        ),
+        pytest.param(
+            [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}],
+            None,
+            (ToolCall(name="get_weather", arguments='{"city":"Paris"}', id="c1"),),
+            id="plain-list-with-object-arguments",
+        ),
+        pytest.param(
+            [{"name": "get_weather", "arguments": '{"city": "Paris"}', "id": "c1"}],
+            None,
+            EXPECTED,
+            id="plain-list-with-raw-arguments",
+        ),
+        pytest.param(
+            [
+                {"type": "reasoning", "summary": []},
+                {
+                    "type": "function_call",
+                    "call_id": "c1",
+                    "name": "get_weather",
+                    "arguments": '{"city": "Paris"}',
+                },
+            ],
+            None,
+            EXPECTED,
+            id="responses-api-items",
+        ),
+        pytest.param(
+            {
+                "output": [
+                    {"type": "message", "content": [{"type": "output_text", "text": "Checking."}]},
+                    {
+                        "type": "function_call",
+                        "call_id": "c1",
+                        "name": "get_weather",
+                        "arguments": '{"city": "Paris"}',
+                    },
+                ]
+            },
+            "Checking.",
+            EXPECTED,
+            id="responses-api-object",
+        ),
+        pytest.param(
+            [
+                {"type": "text", "text": "Checking."},
+                {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}},
+            ],
+            "Checking.",
+            (ToolCall(name="get_weather", arguments='{"city":"Paris"}', id="c1"),),
+            id="anthropic-blocks",
+        ),
+        pytest.param(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "c1",
+                        "name": "get_weather",
+                        "input": {"city": "Paris"},
+                    }
+                ],
+            },
+            None,
+            (ToolCall(name="get_weather", arguments='{"city":"Paris"}', id="c1"),),
+            id="anthropic-message",
+        ),
+        pytest.param(
+            {"content": "It is sunny.", "tool_calls": None}, "It is sunny.", (), id="text-only"
+        ),
+        pytest.param("It is sunny.", "It is sunny.", (), id="bare-text"),
+        pytest.param(
+            {
+                "content": None,
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": "{'city': 'Paris'"},
+                    }
+                ],
+            },
+            None,
+            (ToolCall(name="get_weather", arguments="{'city': 'Paris'"),),
+            id="raw-invalid-arguments-kept",
+        ),
+    ],
+)
+def test_response_shapes_normalise_to_one_form(
+    response: Any, content: str | None, calls: tuple[ToolCall, ...]
+) -> None:
+    loaded = Case.model_validate(case([], response=response) | {"response": response})
+    assert loaded.response is not None
+    assert loaded.response.content == content
+    assert loaded.response.tool_calls == calls
+
+
+@pytest.mark.parametrize(
+    ("spec", "name"),
+    [
+        pytest.param(tool("f", WEATHER), "f", id="openai-chat"),
+        pytest.param(
+            {"type": "function", "name": "f", "parameters": WEATHER}, "f", id="responses-api"
+        ),
+        pytest.param({"name": "f", "input_schema": WEATHER}, "f", id="anthropic"),
+    ],
+)
+def test_tool_shapes(spec: dict[str, Any], name: str) -> None:
+    loaded = Case.model_validate({"id": "t", "tools": [spec]})
+    assert loaded.tools[0].name == name
+    assert loaded.tools[0].parameters == WEATHER
+
+
+def test_name_is_accepted_for_id() -> None:
+    assert Case.model_validate({"name": "seed-1"}).id == "seed-1"
+
+
+def test_missing_id_falls_back_to_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps({"messages": []}) + "\n")
+    assert load_cases(path)[0].id == "cases.jsonl:1"
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("line", "pointer", "reason"),
+    [
+        pytest.param('{"id": "a", "tools": [', "", "not valid JSON", id="not-json"),
+        pytest.param("[1, 2]", "", "must be a JSON object", id="not-an-object"),
+        pytest.param(
+            '{"id": "a", "expected_calls": [{"arguments": {}}]}',
+            "/expected_calls/0/name",
+            "Field required",
+            id="expected-call-without-name",
+        ),
+        pytest.param(
+            '{"id": "a", "response": {"tool_calls": [{"type": "function", '
+            '"function": {"arguments": "{}"}}]}}',
+            "/response/tool_calls/0/function/name",
+            "needs a name",
+            id="tool-call-without-name",
+        ),
+        pytest.param(
+            '{"id": "a", "tools": [{"type": "function", "function": {}}]}',
+            "/tools/0",
+            "a tool needs a name",
+            id="tool-without-name",
+        ),
+        pytest.param(
+            '{"id": "a", "labels": {"selection": "right"}}',
+            "/labels/selection",
+            "'correct' or 'incorrect'",
+            id="off-menu-label",
+        ),
+        pytest.param(
+            '{"id": "a", "expected_calls": [{"name": "f", "arguments": {"x": {"$any": 1}}}]}',
+            "/expected_calls/0/arguments",
+            "$any must be a list",
+            id="any-not-a-list",
+        ),
+    ],
+)
+def test_a_bad_line_names_file_line_case_and_pointer(
+    tmp_path: Path, line: str, pointer: str, reason: str
+) -> None:
+    good = json.dumps(case([], []) | {"id": "good"})
+    path = write_lines(tmp_path / "cases.jsonl", [good, line, good.replace("good", "good2")])
+    loaded = load_cases(path)
+    assert [c.id for c in loaded] == ["good", "good2"]  # the other lines still load
+    [error] = loaded.errors
+    assert (error.source, error.line, error.pointer) == (str(path), 2, pointer)
+    assert reason in error.reason
+    assert f"{path}:2" in str(error)
+    # and still grade: the bad line becomes a result in its place
+    results = check(path)
+    assert [r.id for r in results][::2] == ["good", "good2"]
+    assert [f.kind.value for f in results[1].failures] == ["InvalidCase"]
+    assert results[1].passed is None
+    assert results[0].passed is True
+
+
+def test_blank_lines_are_skipped(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "c.jsonl", ["", json.dumps(case([])), "   "])
+    assert len(load_cases(path)) == 1
+
+
+def test_unreadable_input_raises_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot read cases"):
+        load_cases(tmp_path / "missing.jsonl")
+    with pytest.raises(InputError, match="is a directory"):
+        load_cases(tmp_path)
+
+
+def test_plain_python_objects() -> None:
+    loaded = load_cases([case([]), Case(id="x"), {"bad": "no id", "tools": 3}])
+    assert [c.id for c in loaded] == ["t", "x"]
+    assert loaded.errors[0].line == 3
+    assert isinstance(loaded.errors[0], CaseError)
+
+
+def test_dataframe_in_and_out() -> None:
+    frame = pd.DataFrame(
+        [
+            case(
+                [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            ),
+            # a frame read from CSV holds JSON text; a missing value is NaN
+            {
+                "id": "csv",
+                "tools": json.dumps([tool("get_weather", WEATHER)]),
+                "response": json.dumps([{"name": "get_weather", "arguments": {"city": 1}}]),
+                "expected_calls": float("nan"),
+            },
+        ]
+    )
+    results = check(frame)
+    assert [(r.id, r.passed, r.schema_valid) for r in results] == [
+        ("t", True, True),
+        ("csv", None, False),
+    ]
+    table = results.to_pandas()
+    assert list(table.columns) == [
+        "id",
+        "tool_selection",
+        "schema_valid",
+        "argument_values",
+        "passed",
+        "failures",
+        "failure_kinds",
+    ]
+    assert str(table["passed"].dtype) == "boolean"
+    assert table.loc[1, "failure_kinds"] == ["SchemaMismatch"]
+
+
+def test_cases_round_trip_through_a_dataframe() -> None:
+    loaded = load_cases(
+        [
+            case(
+                [{"name": "get_weather", "arguments": '{"city": "Paris"}'}],
+                [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            )
+        ]
+    )
+    again = load_cases(loaded.to_pandas())
+    assert not again.errors
+    assert list(again) == list(loaded)

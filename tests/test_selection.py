@@ -1,0 +1,181 @@
+"""Selection and value checks against `expected_calls`, and how they combine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.helpers import call, case, grade, kinds
+
+PARIS = {"name": "get_weather", "arguments": {"city": "Paris"}}
+ROME = {"name": "get_weather", "arguments": {"city": "Rome"}}
+TIME = {"name": "get_time", "arguments": {}}
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected", "outcome", "failures"),
+    [
+        pytest.param(
+            [call("get_weather", {"city": "Paris"})],
+            [PARIS],
+            (True, True, True, True),
+            [],
+            id="exact-match",
+        ),
+        pytest.param(
+            [call("get_time", {}), call("get_weather", {"city": "Paris"})],
+            [PARIS, TIME],
+            (True, True, True, True),
+            [],
+            id="parallel-calls-in-any-order",
+        ),
+        pytest.param(
+            [call("get_weather", {"city": "Rome"}), call("get_weather", {"city": "Paris"})],
+            [PARIS, ROME],
+            (True, True, True, True),
+            [],
+            id="same-name-parallel-calls-in-any-order",
+        ),
+        pytest.param(
+            [call("get_weather", {"city": "Paris"})] * 2,
+            [PARIS],
+            (False, True, False, False),
+            [(1, "UnexpectedCall")],
+            id="duplicated-call",
+        ),
+        pytest.param(
+            [call("get_weather", {"city": "Paris"})],
+            [PARIS, TIME],
+            (False, True, False, False),
+            [(None, "MissingCall")],
+            id="missing-call",
+        ),
+        pytest.param(
+            [],
+            [PARIS],
+            (False, None, False, False),
+            [(None, "MissingCall")],
+            id="no-calls-but-some-expected",
+        ),
+        pytest.param(
+            [call("get_weather", {"city": "Paris"})],
+            [],
+            (False, True, None, False),
+            [(0, "UnexpectedCall")],
+            id="a-call-when-none-expected",
+        ),
+        pytest.param([], [], (True, None, None, True), [], id="rightly-no-call"),
+        pytest.param(
+            [call("get_time", {})],
+            [PARIS],
+            (False, True, False, False),
+            [(0, "WrongTool")],
+            id="wrong-tool-same-count",
+        ),
+        pytest.param(
+            [call("get_time", {}), call("get_time", {})],
+            [PARIS],
+            (False, True, False, False),
+            [(0, "UnexpectedCall"), (1, "UnexpectedCall"), (None, "MissingCall")],
+            id="wrong-count-is-missing-plus-unexpected",
+        ),
+        pytest.param(
+            [call("get_weather", {"city": "Oslo"}), call("get_weather", {"city": "Nice"})],
+            [PARIS, ROME],
+            (True, True, False, False),
+            [(0, "WrongValue"), (1, "WrongValue")],
+            id="two-same-name-calls-wrong-content-is-a-value-failure",
+        ),
+        pytest.param(
+            [call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Paris"})],
+            [PARIS, ROME],
+            (True, True, False, False),
+            [(1, "WrongValue")],
+            id="a-duplicate-is-never-counted-twice",
+        ),
+        pytest.param(
+            [call("get_weather", {"city": 3})],
+            [{"name": "get_weather", "arguments": {"city": "3"}}],
+            (True, False, False, False),
+            [(0, "SchemaMismatch"), (0, "WrongValue")],
+            id="value-failure-reported-even-when-schema-fails",
+        ),
+    ],
+)
+def test_selection_and_values(
+    calls: list[dict[str, Any]],
+    expected: list[dict[str, Any]],
+    outcome: tuple[bool | None, ...],
+    failures: list[tuple[int | None, str]],
+) -> None:
+    result = grade(case(calls, expected))
+    assert (
+        result.tool_selection,
+        result.schema_valid,
+        result.argument_values,
+        result.passed,
+    ) == outcome
+    assert kinds(result) == failures
+
+
+def test_string_three_for_integer_three_is_schema_mismatch_and_wrong_value() -> None:
+    result = grade(
+        case(
+            [call("get_weather", {"city": "Paris", "days": "3"})],
+            [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}],
+        )
+    )
+    assert [(f.kind.value, f.path) for f in result.failures] == [
+        ("SchemaMismatch", "/days"),
+        ("WrongValue", "/days"),
+    ]
+
+
+def test_assignment_is_optimal_not_greedy() -> None:
+    # Greedy pairing would give the first call (which also satisfies the looser expectation)
+    # to the first expected call and leave the second call unable to match.
+    loose = {"name": "get_weather", "arguments": {"city": "Paris"}}
+    tight = {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}
+    calls = [
+        call("get_weather", {"city": "Paris", "days": 2}),
+        call("get_weather", {"city": "Paris"}),
+    ]
+    result = grade(case(calls, [loose, tight]))
+    assert result.argument_values is True
+    assert result.failures == ()
+
+
+def test_missing_call_points_at_the_expected_call() -> None:
+    result = grade(case([call("get_weather", {"city": "Paris"})], [PARIS, TIME]))
+    assert result.failures[0].path == "/expected_calls/1"
+
+
+def test_invalid_json_call_still_counts_for_selection() -> None:
+    result = grade(case([call("get_weather", "{bad")], [PARIS]))
+    assert (result.tool_selection, result.schema_valid, result.argument_values) == (
+        True,
+        False,
+        False,
+    )
+    assert kinds(result) == [(0, "InvalidJson")]
+
+
+def test_without_expected_calls_only_schema_validity_is_decided() -> None:
+    result = grade(case([call("get_weather", {"city": 1})]))
+    assert (result.tool_selection, result.schema_valid, result.argument_values, result.passed) == (
+        None,
+        False,
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize("behavior", ["call", "no_call", "ask"])
+def test_expected_behavior_never_changes_the_deterministic_result(behavior: str) -> None:
+    plain = grade(case([call("get_weather", {"city": "Paris"})], [PARIS]))
+    tagged = grade(
+        case([call("get_weather", {"city": "Paris"})], [PARIS], expected_behavior=behavior)
+    )
+    assert tagged == plain
+    assert grade(case([], expected_behavior=behavior)) == grade(case([]))

@@ -1,0 +1,193 @@
+"""Structural checks of every call: strict JSON, exact names, the tool's own Draft 7 schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from judge._structure import SchemaCache, parse_arguments
+from tests.helpers import WEATHER, call, case, grade, kinds, tool
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param('{"city": "Paris"', id="truncated"),
+        pytest.param("{'city': 'Paris'}", id="single-quotes"),
+        pytest.param('{"city": "Paris",}', id="trailing-comma"),
+        pytest.param("", id="empty-string"),
+        pytest.param("   ", id="only-whitespace"),
+        pytest.param("null", id="null"),
+        pytest.param("[]", id="json-array"),
+        pytest.param('[{"city": "Paris"}]', id="array-holding-the-object"),
+        pytest.param('"{\\"city\\": \\"Paris\\"}"', id="json-string-holding-json"),
+        pytest.param('{"city": "Paris"}{"city": "Rome"}', id="two-concatenated-objects"),
+        pytest.param('```json\n{"city": "Paris"}\n```', id="markdown-fence"),
+        pytest.param('{"city": "Paris", "days": NaN}', id="nan-is-not-json"),
+        pytest.param('{"city": "Paris", "days": Infinity}', id="infinity-is-not-json"),
+        pytest.param("3", id="a-number"),
+        pytest.param("true", id="a-boolean"),
+    ],
+)
+def test_invalid_json_variants(raw: str) -> None:
+    result = grade(case([call("get_weather", raw)], [{"name": "get_weather", "arguments": {}}]))
+    assert kinds(result) == [(0, "InvalidJson")]
+    assert result.schema_valid is False
+    assert result.tool_selection is True  # the name is still right
+    assert result.argument_values is False
+    assert result.passed is False
+
+
+def test_empty_string_is_invalid_even_for_a_tool_without_parameters() -> None:
+    result = grade(case([call("ping", "")], [{"name": "ping"}], tools=[tool("ping")]))
+    assert kinds(result) == [(0, "InvalidJson")]
+    assert result.schema_valid is False
+
+
+def test_empty_object_is_valid_for_a_tool_without_parameters() -> None:
+    result = grade(case([call("ping", "{}")], [{"name": "ping"}], tools=[tool("ping")]))
+    assert result.passed is True
+
+
+def test_duplicate_keys_are_valid_json_and_the_last_wins() -> None:
+    raw = '{"city": "Rome", "city": "Paris"}'
+    result = grade(
+        case([call("get_weather", raw)], [{"name": "get_weather", "arguments": {"city": "Paris"}}])
+    )
+    assert result.failures == ()
+    assert result.passed is True
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("get_weather ", id="trailing-space"),
+        pytest.param("Get_Weather", id="letter-case"),
+        pytest.param("get_wether", id="near-miss"),
+    ],
+)
+def test_tool_names_are_exact(name: str) -> None:
+    result = grade(case([call(name, {"city": "Paris"})]))
+    assert kinds(result) == [(0, "UnknownName")]
+    assert result.schema_valid is False
+
+
+def test_unknown_name_message_points_at_the_whitespace() -> None:
+    result = grade(case([call("get_weather ", {"city": "Paris"})]))
+    assert "whitespace" in result.failures[0].message
+
+
+def test_one_call_can_be_both_invalid_json_and_unknown_name() -> None:
+    result = grade(case([call("nope", "{oops")]))
+    assert kinds(result) == [(0, "InvalidJson"), (0, "UnknownName")]
+
+
+def test_unknown_name_is_not_schema_checked_and_counts_in_the_names() -> None:
+    # Arguments that break every schema: only UnknownName is reported for the call.
+    result = grade(
+        case(
+            [call("get_weathr", {"city": 3})],
+            [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+        )
+    )
+    assert kinds(result) == [(0, "UnknownName"), (0, "WrongTool")]
+    assert result.schema_valid is False
+    assert result.tool_selection is False
+
+
+def test_every_call_is_checked_not_just_the_first() -> None:
+    calls = [call("get_weather", {"city": "Paris"}), call("get_weather", {"city": 7})]
+    result = grade(case(calls))
+    assert kinds(result) == [(1, "SchemaMismatch")]
+    assert result.failures[0].path == "/city"
+    assert result.schema_valid is False
+
+
+@pytest.mark.parametrize(
+    ("arguments", "valid"),
+    [
+        pytest.param({"city": "Paris", "days": 3.0}, True, id="draft7-integer-accepts-3.0"),
+        pytest.param({"city": "Paris", "days": 3.5}, False, id="draft7-integer-rejects-3.5"),
+        pytest.param({"city": "Paris", "days": True}, False, id="boolean-is-not-an-integer"),
+        pytest.param({"city": "Paris", "units": "k"}, False, id="enum"),
+        pytest.param({"city": "Paris", "extra": 1}, True, id="extra-allowed-by-default"),
+        pytest.param({"days": 3}, False, id="required-missing"),
+    ],
+)
+def test_schema_rules(arguments: dict[str, Any], valid: bool) -> None:
+    result = grade(case([call("get_weather", arguments)]))
+    assert result.schema_valid is valid
+    assert all(f.kind.value == "SchemaMismatch" for f in result.failures)
+
+
+def test_required_failure_points_at_the_missing_property() -> None:
+    result = grade(case([call("get_weather", {"days": 3})]))
+    assert [(f.path, f.message) for f in result.failures] == [
+        ("/city", "'city' is a required property")
+    ]
+
+
+def test_format_is_not_asserted() -> None:
+    schema = {"type": "object", "properties": {"when": {"type": "string", "format": "date"}}}
+    result = grade(case([call("at", {"when": "next tuesday"})], tools=[tool("at", schema)]))
+    assert result.schema_valid is True
+
+
+def test_nested_schema_failure_has_a_json_pointer() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"qty": {"type": "integer"}}},
+            }
+        },
+    }
+    result = grade(
+        case(
+            [call("order", {"items": [{"qty": 1}, {"qty": "two"}]})], tools=[tool("order", schema)]
+        )
+    )
+    assert [(f.kind.value, f.path) for f in result.failures] == [("SchemaMismatch", "/items/1/qty")]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param(
+            {"type": "object", "properties": {"x": {"type": "string", "pattern": "(?<=a+)b"}}},
+            id="pattern-python-re-cannot-compile",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"x": {"type": "strnig"}}}, id="unknown-type"
+        ),
+        pytest.param({"type": "object", "required": "x"}, id="required-not-a-list"),
+        pytest.param(
+            {"type": "object", "properties": {"x": {"$ref": "#/definitions/nope"}}},
+            id="unresolvable-ref",
+        ),
+    ],
+)
+def test_a_broken_tool_schema_never_crashes_the_batch(schema: dict[str, Any]) -> None:
+    result = grade(
+        case(
+            [call("bad", {"x": "ab"}), call("get_weather", {"city": "Paris"})],
+            tools=[tool("bad", schema), tool("get_weather", WEATHER)],
+        )
+    )
+    assert kinds(result) == [(0, "InvalidSchema")]
+    assert result.schema_valid is False
+
+
+def test_validators_are_built_once_per_distinct_schema() -> None:
+    cache = SchemaCache()
+    first = cache.validator({"type": "object", "required": ["a"]})
+    same_content = cache.validator({"required": ["a"], "type": "object"})  # other key order
+    other = cache.validator({"type": "object"})
+    assert first is same_content
+    assert other is not first
+
+
+def test_parse_arguments_returns_the_object() -> None:
+    assert parse_arguments('{"a": [1, 2.5, null]}') == ({"a": [1, 2.5, None]}, "")

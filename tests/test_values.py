@@ -1,0 +1,204 @@
+"""Expected argument values: JSON equality, `$any` / `$optional`, and per-argument rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from judge import ArgumentRule, Rules, json_equal
+from tests.helpers import call, case, grade, kinds, tool
+
+ANY = {"type": "object"}  # accepts any object: these tests are about values, not the schema
+
+
+def values(
+    actual: dict[str, Any], expected: dict[str, Any], rules: Rules | None = None
+) -> list[tuple[str, str]]:
+    result = grade(
+        case([call("f", actual)], [{"name": "f", "arguments": expected}], tools=[tool("f", ANY)]),
+        rules=rules,
+    )
+    assert result.schema_valid is True
+    assert result.argument_values is (not result.failures)
+    return [(f.kind.value, f.path) for f in result.failures]
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "equal"),
+    [
+        pytest.param(1, 1.0, True, id="int-equals-float"),
+        pytest.param(True, 1, False, id="boolean-never-equals-a-number"),
+        pytest.param(0, False, False, id="zero-is-not-false"),
+        pytest.param([True], [1], False, id="boolean-in-an-array"),
+        pytest.param("Paris", "paris", False, id="no-case-folding"),
+        pytest.param(" Paris", "Paris", False, id="no-trimming"),
+        pytest.param("Cafe\u0301", "Caf\u00e9", False, id="no-unicode-normalisation"),
+        pytest.param({"a": 1, "b": 2}, {"b": 2, "a": 1}, True, id="objects-by-key-set"),
+        pytest.param({"a": 1, "b": None}, {"a": 1}, False, id="extra-key-even-if-null"),
+        pytest.param([1, 2], [2, 1], False, id="arrays-in-order"),
+        pytest.param(None, None, True, id="null-equals-null"),
+        pytest.param(None, "", False, id="null-is-not-empty"),
+    ],
+)
+def test_json_equality(actual: Any, expected: Any, equal: bool) -> None:
+    assert json_equal(actual, expected) is equal
+    assert (values({"x": actual}, {"x": expected}) == []) is equal
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "found"),
+    [
+        pytest.param({"x": 2}, {"x": {"$any": [1, 2]}}, [], id="any-of-several"),
+        pytest.param(
+            {"x": 3}, {"x": {"$any": [1, 2]}}, [("WrongValue", "/x")], id="none-of-several"
+        ),
+        pytest.param({}, {"x": {"$any": [1], "$optional": True}}, [], id="optional-left-out"),
+        pytest.param({"x": 1}, {"x": {"$any": [1], "$optional": True}}, [], id="optional-given"),
+        pytest.param({}, {"x": 1}, [("MissingArgument", "/x")], id="required-left-out"),
+        pytest.param(
+            {},
+            {"x": {"$any": [1, 2]}},
+            [("MissingArgument", "/x")],
+            id="any-without-optional-is-required",
+        ),
+        pytest.param({}, {"x": {"$any": [], "$optional": True}}, [], id="must-be-left-out-and-is"),
+        pytest.param(
+            {"x": 1},
+            {"x": {"$any": [], "$optional": True}},
+            [("WrongValue", "/x")],
+            id="must-be-left-out-but-given",
+        ),
+        pytest.param({"x": 1, "y": 2}, {"x": 1}, [], id="unlisted-argument-is-fine"),
+        pytest.param(
+            {"x": {"k": 1, "extra": 2}},
+            {"x": {"k": 1}},
+            [("WrongValue", "/x")],
+            id="extra-nested-key-is-wrong-value",
+        ),
+        pytest.param(
+            {"x": {}},
+            {"x": {"k": 1}},
+            [("WrongValue", "/x")],
+            id="missing-nested-field-is-wrong-value",
+        ),
+        pytest.param(
+            {"x": {"k": 1}},
+            {"x": {"k": {"$any": [1, 2]}}},
+            [("WrongValue", "/x")],
+            id="nested-any-is-a-literal",
+        ),
+        pytest.param(
+            {"x": {"k": {"$any": [1, 2]}}},
+            {"x": {"k": {"$any": [1, 2]}}},
+            [],
+            id="nested-any-literal-matches-itself",
+        ),
+        pytest.param({"a/b": 1}, {"a/b": 2}, [("WrongValue", "/a~1b")], id="pointer-escapes-slash"),
+    ],
+)
+def test_expected_values(
+    actual: dict[str, Any], expected: dict[str, Any], found: list[tuple[str, str]]
+) -> None:
+    assert values(actual, expected) == found
+
+
+def test_extra_argument_is_a_failure_when_the_schema_forbids_it() -> None:
+    strict = {"type": "object", "properties": {"x": {}}, "additionalProperties": False}
+    result = grade(
+        case(
+            [call("f", {"x": 1, "y": 2})],
+            [{"name": "f", "arguments": {"x": 1}}],
+            tools=[tool("f", strict)],
+        )
+    )
+    assert kinds(result) == [(0, "SchemaMismatch")]
+    assert result.argument_values is False
+
+
+def test_wrong_value_message_says_what_and_what_was_expected() -> None:
+    result = grade(
+        case(
+            [call("f", {"city": "Pariss"})],
+            [{"name": "f", "arguments": {"city": {"$any": ["Paris", "paris"]}}}],
+            tools=[tool("f", ANY)],
+        )
+    )
+    assert result.failures[0].message == (
+        'argument \'city\' is "Pariss", expected one of ["Paris","paris"]'
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "actual", "expected", "equal"),
+    [
+        pytest.param(
+            ArgumentRule(case_sensitive=False), "PARIS", "paris", True, id="case-insensitive"
+        ),
+        pytest.param(
+            ArgumentRule(case_sensitive=False),
+            ["A", "b"],
+            ["a", "B"],
+            True,
+            id="case-insensitive-nested",
+        ),
+        pytest.param(ArgumentRule(whitespace="strip"), "  Paris ", "Paris", True, id="strip"),
+        pytest.param(
+            ArgumentRule(whitespace="strip"),
+            "New  York",
+            "New York",
+            False,
+            id="strip-keeps-inner-runs",
+        ),
+        pytest.param(
+            ArgumentRule(whitespace="collapse"), " New \t York", "New York", True, id="collapse"
+        ),
+        pytest.param(
+            ArgumentRule(unicode_form="NFC"), "Cafe\u0301", "Caf\u00e9", True, id="unicode-nfc"
+        ),
+        pytest.param(ArgumentRule(abs_tol=0.01), 3.141, 3.14, True, id="abs-tolerance"),
+        pytest.param(ArgumentRule(abs_tol=0.0001), 3.141, 3.14, False, id="outside-tolerance"),
+        pytest.param(ArgumentRule(rel_tol=0.05), 102, 100, True, id="rel-tolerance"),
+        pytest.param(ArgumentRule(abs_tol=1), True, 1, False, id="tolerance-never-for-booleans"),
+        pytest.param(ArgumentRule(int_float_equal=False), 3.0, 3, False, id="int-float-strict"),
+        pytest.param(ArgumentRule(), 3.0, 3, True, id="int-float-equal-by-default"),
+        pytest.param(ArgumentRule(ignore=True), "anything", "else", True, id="ignore"),
+        pytest.param(
+            ArgumentRule(compare=lambda a, e: str(a).startswith(e)),
+            "Paris, FR",
+            "Paris",
+            True,
+            id="custom-callable",
+        ),
+    ],
+)
+def test_argument_rules(rule: ArgumentRule, actual: Any, expected: Any, equal: bool) -> None:
+    assert (values({"x": actual}, {"x": expected}, rules={"f": {"x": rule}}) == []) is equal
+
+
+def test_ignored_argument_may_be_left_out() -> None:
+    assert values({}, {"x": 1}, rules={"f": {"x": ArgumentRule(ignore=True)}}) == []
+
+
+def test_rule_applies_to_each_any_option() -> None:
+    rules = {"f": {"x": ArgumentRule(case_sensitive=False)}}
+    assert values({"x": "ROME"}, {"x": {"$any": ["paris", "rome"]}}, rules) == []
+
+
+@pytest.mark.parametrize(
+    ("rules", "equal"),
+    [
+        pytest.param({"f": {"x": ArgumentRule(case_sensitive=False)}}, True, id="this-tool"),
+        pytest.param({"*": {"x": ArgumentRule(case_sensitive=False)}}, True, id="any-tool"),
+        pytest.param({"f": {"*": ArgumentRule(case_sensitive=False)}}, True, id="any-argument"),
+        pytest.param({"g": {"x": ArgumentRule(case_sensitive=False)}}, False, id="other-tool"),
+        pytest.param({"f": {"y": ArgumentRule(case_sensitive=False)}}, False, id="other-arg"),
+        pytest.param(
+            {"*": {"x": ArgumentRule(case_sensitive=False)}, "f": {"x": ArgumentRule()}},
+            False,
+            id="tool-rule-wins-over-any-tool",
+        ),
+    ],
+)
+def test_rules_are_per_tool(rules: Rules, equal: bool) -> None:
+    assert (values({"x": "A"}, {"x": "a"}, rules=rules) == []) is equal
