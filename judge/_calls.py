@@ -56,10 +56,7 @@ def normalise_response(value: Any) -> Response | None:
     texts: list[str] = []
     calls: list[ToolCall] = []
     _collect(value, "", texts, calls)
-    # Built from checked parts: no second validation on this hot path.
-    return Response.model_construct(
-        content="".join(texts) if texts else None, tool_calls=tuple(calls)
-    )
+    return Response(content="".join(texts) if texts else None, tool_calls=tuple(calls))
 
 
 def _collect(value: Any, ptr: str, texts: list[str], calls: list[ToolCall]) -> None:
@@ -151,9 +148,7 @@ def _call(obj: dict[str, Any], key: str, ptr: str, call_id: Any, *, missing: str
             raw = orjson.dumps(args).decode()
         except TypeError as exc:
             raise ShapeError(f"{ptr}/{key}", f"arguments are not JSON data: {exc}") from None
-    return ToolCall.model_construct(
-        name=name, arguments=raw, id=call_id if isinstance(call_id, str) else None
-    )
+    return ToolCall(name=name, arguments=raw, id=call_id if isinstance(call_id, str) else None)
 
 
 def _kind(value: Any) -> str:

@@ -44,8 +44,7 @@ class Tool(BaseModel):
         description = fn.get("description")
         if description is not None and not isinstance(description, str):
             raise ValueError(f"tool {fn['name']!r}: description must be text")
-        # Every field was checked above: skip a second validation on this hot path.
-        return cls.model_construct(name=fn["name"], description=description, parameters=params)
+        return cls(name=fn["name"], description=description, parameters=params)
 
     def to_openai(self) -> dict[str, Any]:
         """The tool in OpenAI chat-completions form."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 from collections.abc import Iterator
+from itertools import permutations
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from judge._values import ArgumentRule, Rules, is_matcher, json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
 _MAX_SHOWN = 120
+_EXHAUSTIVE = 3  # up to this many same-name calls, pairings are tried exhaustively
 
 
 def check(cases: Any, *, rules: Rules | None = None) -> CheckResults:
@@ -45,7 +47,7 @@ def invalid_case_result(error: CaseError) -> CaseResult:
     failure = Failure(
         call=None, kind=FailureKind.INVALID_CASE, path=error.pointer, message=str(error)
     )
-    return CaseResult.model_construct(
+    return CaseResult(
         id=error.case_id or fallback_id(error.source, error.line),
         tool_selection=None,
         schema_valid=None,
@@ -130,10 +132,10 @@ def _result(
 ) -> CaseResult:
     problems.sort(key=lambda p: (p[0] is None, p[0] or 0))
     failures = tuple(
-        Failure.model_construct(call=call, kind=kind, path=path, message=message)
+        Failure(call=call, kind=kind, path=path, message=message)
         for call, (kind, path, message) in problems
     )
-    return CaseResult.model_construct(
+    return CaseResult(
         id=case.id,
         tool_selection=selection,
         schema_valid=schema_valid,
@@ -150,8 +152,11 @@ def _pair(
     rules: Rules | None,
 ) -> tuple[list[tuple[int, list[Problem]]], list[int], list[int]]:
     """Match calls to expected calls of the same name with an optimal assignment (fewest
-    argument problems), never greedily. Returns the pairs with their problems, and the calls
+    argument faults), never greedily. Returns the pairs with their problems, and the calls
     and expected calls left unpaired."""
+    if len(names) == 1 == len(expected) and names[0] == expected[0].name:
+        faults = _faults(parsed[0], expected[0], rules)
+        return [(0, [_describe(fault) for fault in faults or ()])], [], []
     calls_by_name: dict[str, list[int]] = defaultdict(list)
     for index, name in enumerate(names):
         calls_by_name[name].append(index)
@@ -162,54 +167,67 @@ def _pair(
     pairs: list[tuple[int, list[Problem]]] = []
     extra: list[int] = []
     missing: list[int] = []
-    for name in calls_by_name.keys() | expected_by_name.keys():
+    for name in dict.fromkeys([*calls_by_name, *expected_by_name]):
         call_ids, exp_ids = calls_by_name.get(name, []), expected_by_name.get(name, [])
         if not call_ids or not exp_ids:
             extra.extend(call_ids)
             missing.extend(exp_ids)
             continue
-        table = [
-            [_argument_problems(parsed[c], expected[e], rules) for e in exp_ids] for c in call_ids
+        table = [[_faults(parsed[c], expected[e], rules) for e in exp_ids] for c in call_ids]
+        costs = [
+            [_cost(f, expected[e]) for f, e in zip(row, exp_ids, strict=True)] for row in table
         ]
-        chosen = _assign(
-            [
-                [_cost(found, expected[e]) for found, e in zip(row, exp_ids, strict=True)]
-                for row in table
-            ]
-        )
-        used_calls = {a for a, _ in chosen}
-        used_exp = {b for _, b in chosen}
-        pairs.extend((call_ids[a], table[a][b] or []) for a, b in chosen)
-        extra.extend(c for a, c in enumerate(call_ids) if a not in used_calls)
-        missing.extend(e for b, e in enumerate(exp_ids) if b not in used_exp)
+        chosen = _assign(costs)
+        for a, b in chosen:
+            pairs.append((call_ids[a], [_describe(fault) for fault in table[a][b] or ()]))
+        paired_calls = {a for a, _ in chosen}
+        paired_expected = {b for _, b in chosen}
+        extra.extend(c for a, c in enumerate(call_ids) if a not in paired_calls)
+        missing.extend(e for b, e in enumerate(exp_ids) if b not in paired_expected)
     extra.sort()
     missing.sort()
     return pairs, extra, missing
 
 
-def _cost(found: list[Problem] | None, expected: ExpectedCall) -> int:
+def _cost(faults: list[Fault] | None, expected: ExpectedCall) -> int:
     # Unparseable arguments cost more than any parseable call could.
-    return len(expected.arguments) + 1 if found is None else len(found)
+    return len(expected.arguments) + 1 if faults is None else len(faults)
 
 
 def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
-    if len(cost) == 1 and len(cost[0]) == 1:
-        return [(0, 0)]
-    from scipy.optimize import linear_sum_assignment  # imported only when needed
+    """Row-column pairs of least total cost (as many pairs as the smaller side)."""
+    rows, cols = len(cost), len(cost[0])
+    if rows <= _EXHAUSTIVE and cols <= _EXHAUSTIVE:
+        # Trying every pairing of a few calls is exact and spares scipy's start-up (~0.3 s).
+        if rows <= cols:
+            options = [
+                tuple(zip(range(rows), p, strict=True)) for p in permutations(range(cols), rows)
+            ]
+        else:
+            options = [
+                tuple(zip(p, range(cols), strict=True)) for p in permutations(range(rows), cols)
+            ]
+        return list(min(options, key=lambda pairs: sum(cost[r][c] for r, c in pairs)))
+    from scipy.optimize import linear_sum_assignment
 
-    rows, cols = linear_sum_assignment(cost)
-    return [(int(r), int(c)) for r, c in zip(rows, cols, strict=True)]
+    picked_rows, picked_cols = linear_sum_assignment(cost)
+    return [(int(r), int(c)) for r, c in zip(picked_rows, picked_cols, strict=True)]
 
 
-def _argument_problems(
+# A fault is found cheaply for every candidate pairing; its message is written only for the
+# pairing that is kept: (kind, argument, the value given, the acceptable values).
+Fault = tuple[FailureKind, str, Any, list[Any] | None]
+
+
+def _faults(
     arguments: dict[str, Any] | None, expected: ExpectedCall, rules: Rules | None
-) -> list[Problem] | None:
+) -> list[Fault] | None:
     """What is wrong with `arguments` for `expected`; None when they could not be parsed."""
     if arguments is None:
         return None
-    found: list[Problem] = []
+    found: list[Fault] = []
     for key, want in expected.arguments.items():
-        rule = rule_for(rules, expected.name, key)
+        rule = rule_for(rules, expected.name, key) if rules else None
         if rule is not None and rule.ignore:
             continue
         if is_matcher(want):
@@ -217,34 +235,25 @@ def _argument_problems(
             optional = bool(want.get("$optional", False))
         else:
             options, optional = [want], False
-        path = pointer((key,))
         if key not in arguments:
             if not optional:
-                found.append(
-                    (FailureKind.MISSING_ARGUMENT, path, f"expected argument {key!r} is missing")
-                )
+                found.append((FailureKind.MISSING_ARGUMENT, key, None, options))
             continue
         got = arguments[key]
-        if options is None:
-            continue
-        if not options:
-            found.append(
-                (
-                    FailureKind.WRONG_VALUE,
-                    path,
-                    f"argument {key!r} must be left out, got {_show(got)}",
-                )
-            )
-        elif not any(_matches(got, option, rule) for option in options):
-            want_text = _show(options[0]) if len(options) == 1 else f"one of {_show(options)}"
-            found.append(
-                (
-                    FailureKind.WRONG_VALUE,
-                    path,
-                    f"argument {key!r} is {_show(got)}, expected {want_text}",
-                )
-            )
+        if options is not None and not any(_matches(got, o, rule) for o in options):
+            found.append((FailureKind.WRONG_VALUE, key, got, options))
     return found
+
+
+def _describe(fault: Fault) -> Problem:
+    kind, key, got, options = fault
+    path = pointer((key,))
+    if kind is FailureKind.MISSING_ARGUMENT:
+        return kind, path, f"expected argument {key!r} is missing"
+    if not options:
+        return kind, path, f"argument {key!r} must be left out, got {_show(got)}"
+    want = _show(options[0]) if len(options) == 1 else f"one of {_show(options)}"
+    return kind, path, f"argument {key!r} is {_show(got)}, expected {want}"
 
 
 def _matches(got: Any, want: Any, rule: ArgumentRule | None) -> bool:

@@ -34,10 +34,10 @@ class Summary:
             self.passed += 1
         else:
             self.failed += 1
-        kinds = {f.kind.value for f in result.failures}
-        if FailureKind.INVALID_CASE.value in kinds:
-            self.invalid_cases += 1
-        self.failure_kinds.update(f.kind.value for f in result.failures)
+        if result.failures:
+            kinds = [f.kind.value for f in result.failures]
+            self.failure_kinds.update(kinds)
+            self.invalid_cases += FailureKind.INVALID_CASE.value in kinds
         for name in _CHECKS:
             self.checks[name][_outcome(getattr(result, name))] += 1
 

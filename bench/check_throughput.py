@@ -1,0 +1,327 @@
+"""Throughput of `judge check` as a whole process, side by side with the seed guide's reference
+loop (also a whole process) on the same N-case file, plus DeepEval's ToolCorrectnessMetric and
+agentevals' strict trajectory match in-process where they install.
+
+    python bench/check_throughput.py [--cases 50000] [--repeats 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SOURCE = (REPO / ".." / "shared" / "datasets" / "bfcl_single_turn.jsonl").resolve()
+TARGET_RATIO = 2.0
+THIRD_PARTY_MAX_CASES = 2000
+NOT_INSTALLED = "not installed (pip install deepeval / agentevals to include it)"
+THIRD_PARTY = {  # worker name: (label, what is timed)
+    "deepeval": ("DeepEval ToolCorrectnessMetric", "measure() calls, async_mode=False"),
+    "agentevals": ("agentevals trajectory (strict)", "evaluator calls"),
+}
+
+# The seed guide's reference loop, run as its own process: stdlib json, a new Draft7Validator per
+# call, plain list equality for selection and argument values, one result line out per case.
+REFERENCE_LOOP = '''\
+import json
+import sys
+
+from jsonschema import Draft7Validator
+
+with open(sys.argv[1], encoding="utf-8") as src, open(sys.argv[2], "w", encoding="utf-8") as out:
+    for line in src:
+        case = json.loads(line)
+        tools = {t["function"]["name"]: t["function"].get("parameters", {}) for t in case["tools"]}
+        calls = (case.get("response") or {}).get("tool_calls") or []
+        expected = case.get("expected_calls")
+        parsed = []
+        schema_valid = True if calls else None
+        for call in calls:
+            name = call["function"]["name"]
+            try:
+                args = json.loads(call["function"]["arguments"])
+            except (TypeError, ValueError):
+                args, schema_valid = None, False
+            else:
+                if name not in tools or not Draft7Validator(tools[name]).is_valid(args):
+                    schema_valid = False
+            parsed.append({"name": name, "arguments": args})
+        selection = values = passed = None
+        if expected is not None:
+            selection = [c["name"] for c in parsed] == [c["name"] for c in expected]
+            values = parsed == expected
+            passed = selection and values and schema_valid is not False
+        out.write(json.dumps({"id": case["id"], "tool_selection": selection,
+                              "schema_valid": schema_valid, "argument_values": values,
+                              "passed": passed}) + "\\n")
+'''
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One runner's best time over `cases` cases; `seconds` is None when it was skipped."""
+
+    name: str
+    cases: int
+    seconds: float | None
+    note: str = ""
+
+    @property
+    def rate(self) -> float | None:
+        return self.cases / self.seconds if self.seconds else None
+
+
+def build_cases(source: Path, n: int, dest: Path) -> int:
+    """Write `n` cases to `dest` by cycling `source`, each copy with a unique id; return the
+    number of source lines."""
+    cases = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    with dest.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            case = dict(cases[i % len(cases)])
+            case["id"] = f"{case['id']}#{i}"
+            out.write(json.dumps(case) + "\n")
+    return len(cases)
+
+
+def interpreter_of(script: Path) -> str:
+    """The Python on `script`'s shebang line (so the reference loop runs on judge's own
+    interpreter and jsonschema), else this one."""
+    first = script.read_bytes()[:512].split(b"\n", 1)[0].decode(errors="replace")
+    found = first[2:].strip().split(" ")[0] if first.startswith("#!") else ""
+    ok = Path(found).name.startswith("python") and Path(found).is_file()
+    return found if ok else sys.executable
+
+
+def pin() -> list[str]:
+    """Prefix that pins a process to CPU 0, where `taskset` exists."""
+    return ["taskset", "-c", "0"] if shutil.which("taskset") else []
+
+
+def time_process(cmd: list[str], output: Path, n: int) -> float:
+    """Run `cmd` (stdout discarded), check that it wrote `n` lines to `output`, return its
+    wall time in seconds."""
+    output.unlink(missing_ok=True)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    with output.open("rb") as f:
+        lines = sum(1 for _ in f)
+    if lines != n:
+        sys.exit(f"{' '.join(cmd)} wrote {lines} result lines, expected {n}")
+    return elapsed
+
+
+def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int
+                    ) -> tuple[Measurement, Measurement]:
+    """Best-of-`repeats` wall time of judge and of the reference loop, runs interleaved."""
+    reference = tmp / "reference_loop.py"
+    reference.write_text(REFERENCE_LOOP, encoding="utf-8")
+    judge_cmd = [*pin(), str(judge), "check", str(cases), "-o", str(tmp / "judge.jsonl"),
+                 "--format", "json", "--no-progress"]
+    ref_cmd = [*pin(), interpreter_of(judge), str(reference), str(cases), str(tmp / "ref.jsonl")]
+    judge_times: list[float] = []
+    ref_times: list[float] = []
+    for _ in range(repeats):
+        judge_times.append(time_process(judge_cmd, tmp / "judge.jsonl", n))
+        ref_times.append(time_process(ref_cmd, tmp / "ref.jsonl", n))
+    return (Measurement("judge check (whole process)", n, min(judge_times), "full semantics"),
+            Measurement("reference loop (whole process)", n, min(ref_times),
+                        "new Draft7Validator per call"))
+
+
+def plain(value: Any) -> Any:
+    """Expected values without judge's matchers: the first of `$any`, as other tools take."""
+    if isinstance(value, dict):
+        if "$any" in value:
+            return plain(value["$any"][0]) if value["$any"] else None
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def called(case: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(name, arguments) of the response's calls; unparseable arguments stay text."""
+    out: list[tuple[str, Any]] = []
+    for call in (case.get("response") or {}).get("tool_calls") or []:
+        fn = call["function"]
+        try:
+            out.append((fn["name"], json.loads(fn["arguments"])))
+        except (TypeError, ValueError):
+            out.append((fn["name"], fn["arguments"]))
+    return out
+
+
+def deepeval_seconds(cases: list[dict[str, Any]]) -> float:
+    """Time ToolCorrectnessMetric.measure over prebuilt test cases (names and input parameters,
+    no available_tools, so deterministic: the stub model raises if anything asks an LLM)."""
+    from deepeval.metrics import ToolCorrectnessMetric
+    from deepeval.models import DeepEvalBaseLLM
+    from deepeval.test_case import LLMTestCase, ToolCall, ToolCallParams
+
+    class NoLLM(DeepEvalBaseLLM):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__("no-llm")
+
+        def load_model(self) -> None:
+            return None
+
+        def generate(self, *args: Any, **kwargs: Any) -> str:
+            raise RuntimeError("ToolCorrectnessMetric asked an LLM")
+
+        async def a_generate(self, *args: Any, **kwargs: Any) -> str:
+            raise RuntimeError("ToolCorrectnessMetric asked an LLM")
+
+        def get_model_name(self) -> str:
+            return "no-llm"
+
+    metric = ToolCorrectnessMetric(evaluation_params=[ToolCallParams.INPUT_PARAMETERS],
+                                   model=NoLLM(), async_mode=False, should_consider_ordering=True)
+    tests = [LLMTestCase(
+        input=str(case["messages"][-1].get("content") or ""), actual_output="",
+        tools_called=[ToolCall(name=name, input_parameters=args if isinstance(args, dict)
+                               else {"_raw": args}) for name, args in called(case)],
+        expected_tools=[ToolCall(name=c["name"], input_parameters=plain(c["arguments"]))
+                        for c in case.get("expected_calls") or []]) for case in cases]
+    start = time.perf_counter()
+    for test in tests:
+        metric.measure(test, _show_indicator=False)  # the indicator only prints
+    return time.perf_counter() - start
+
+
+def agentevals_seconds(cases: list[dict[str, Any]]) -> float:
+    """Time the strict trajectory match over prebuilt OpenAI-style message lists."""
+    from agentevals.trajectory.match import create_trajectory_match_evaluator
+
+    def trajectory(case: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [*case["messages"], {"role": "assistant", "content": "", "tool_calls": calls}]
+
+    evaluator = create_trajectory_match_evaluator(trajectory_match_mode="strict")
+    pairs = [(trajectory(case, (case.get("response") or {}).get("tool_calls") or []),
+              trajectory(case, [{"type": "function", "function": {
+                  "name": c["name"], "arguments": json.dumps(plain(c["arguments"]))}}
+                  for c in case.get("expected_calls") or []])) for case in cases]
+    start = time.perf_counter()
+    for outputs, reference in pairs:
+        evaluator(outputs=outputs, reference_outputs=reference)
+    return time.perf_counter() - start
+
+
+def worker(tool: str, path: Path, n: int) -> None:
+    """Child side: print {"seconds": ...} or {"skipped": ...} as one JSON line."""
+    with path.open(encoding="utf-8") as f:
+        cases = [json.loads(line) for _, line in zip(range(n), f, strict=False)]
+    timer = deepeval_seconds if tool == "deepeval" else agentevals_seconds
+    try:
+        print(json.dumps({"seconds": timer(cases), "cases": len(cases)}))
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != tool:
+            raise  # installed, but not the API this script knows: report it as a failure
+        print(json.dumps({"skipped": NOT_INSTALLED}))
+
+
+def run_third_party(python: str, tool: str, cases: Path, tmp: Path, n: int) -> Measurement:
+    """Run `worker` for `tool` under `python`, in the temp dir (DeepEval writes files there)."""
+    label, timed = THIRD_PARTY[tool]
+    env = {**os.environ, "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "LANGSMITH_TRACING": "false"}
+    cmd = [*pin(), python, str(Path(__file__).resolve()), "--worker", tool,
+           "--source", str(cases), "--cases", str(n)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Measurement(label, n, None, f"failed: {tail}")
+    found = json.loads(lines[-1])
+    if "skipped" in found:
+        return Measurement(label, n, None, NOT_INSTALLED)
+    return Measurement(label, int(found["cases"]), float(found["seconds"]),
+                       f"in-process: {timed} (no start-up, inputs prebuilt)")
+
+
+def row(m: Measurement) -> str:
+    secs = f"{m.seconds:.3f}" if m.seconds else "-"
+    rate = f"{m.rate:,.0f}" if m.rate else "-"
+    return f"  {m.name:<34}{m.cases:>8,}{secs:>10}{rate:>10}  {m.note}"
+
+
+def print_table(pair: tuple[Measurement, Measurement], others: list[Measurement],
+                ratio: float, header: str) -> None:
+    print(header)
+    print(f"  {'runner':<34}{'cases':>8}{'seconds':>10}{'cases/s':>10}  note")
+    print("\n".join(row(m) for m in pair))
+    verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
+    print(f"  {'ratio judge / reference':<34}{ratio:>27.2f}x  target >= {TARGET_RATIO:.1f}x "
+          f"on one core: {verdict}")
+    print("\n".join(row(m) for m in others))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=50_000, help="cases in the file (50000)")
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="JSONL to cycle")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each; best counts (3)")
+    parser.add_argument("--judge", type=Path, default=None, help="the judge executable")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter for DeepEval / agentevals (default: this one)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--worker", choices=["deepeval", "agentevals"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.cases < 1 or args.repeats < 1:
+        parser.error("--cases and --repeats must be at least 1")
+    return args
+
+
+def find_judge(given: Path | None) -> Path:
+    """--judge, else judge beside this interpreter, in the repo's .venv, or on PATH."""
+    candidates = [given] if given else [Path(sys.executable).parent / "judge",
+                                        REPO / ".venv" / "bin" / "judge",
+                                        Path(shutil.which("judge") or "judge")]
+    found = next((p for p in candidates if p.is_file()), None)
+    return found or sys.exit(f"judge executable not found: {candidates[0]} (pass --judge)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.source, args.cases)
+        return
+    if not args.source.is_file():
+        print(f"source cases not found: {args.source} (pass --source PATH)", file=sys.stderr)
+        sys.exit(2)
+    judge = find_judge(args.judge)
+    with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        cases = tmp / "cases.jsonl"
+        source_lines = build_cases(args.source, args.cases, cases)
+        judge_m, ref_m = bench_processes(judge, cases, tmp, args.cases, args.repeats)
+        small = min(args.cases, THIRD_PARTY_MAX_CASES)
+        others = [run_third_party(args.python, tool, cases, tmp, small) for tool in THIRD_PARTY]
+    ratio = (judge_m.rate or 0.0) / (ref_m.rate or 1.0)
+    pinned = "pinned to CPU 0" if pin() else "not pinned (no taskset)"
+    if args.json:
+        print(json.dumps({
+            "cases": args.cases, "source": str(args.source), "source_lines": source_lines,
+            "repeats": args.repeats, "pinned": bool(pin()), "judge": str(judge),
+            "runs": [{**asdict(m), "cases_per_s": m.rate} for m in [judge_m, ref_m, *others]],
+            "ratio": ratio, "target_ratio": TARGET_RATIO, "target_met": ratio >= TARGET_RATIO,
+        }, indent=2))
+        return
+    print_table((judge_m, ref_m), others, ratio,
+                f"judge check throughput: {args.cases:,} cases cycled from {args.source.name} "
+                f"({source_lines} lines), best of {args.repeats}, {pinned}")
+
+
+if __name__ == "__main__":
+    main()
