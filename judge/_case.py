@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+import orjson
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge._calls import Response, ShapeError, normalise_response
 
@@ -66,6 +67,19 @@ class ExpectedCall(BaseModel):
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_openai_form(cls, data: Any) -> Any:
+        # Accept an OpenAI tool call copied as is: {"function": {"name", "arguments": "..."}}.
+        if isinstance(data, dict) and isinstance(data.get("function"), dict):
+            data = data["function"]
+        if isinstance(data, dict) and isinstance(data.get("arguments"), str):
+            try:
+                data = {**data, "arguments": orjson.loads(data["arguments"])}
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"arguments text is not JSON: {exc}") from None
+        return data
 
     @field_validator("arguments")
     @classmethod

@@ -148,6 +148,23 @@ def test_tool_shapes(spec: dict[str, Any], name: str) -> None:
     assert loaded.tools[0].parameters == WEATHER
 
 
+@pytest.mark.parametrize(
+    "expected",
+    [
+        pytest.param({"name": "f", "arguments": {"x": 1}}, id="plain"),
+        pytest.param({"name": "f", "arguments": '{"x": 1}'}, id="arguments-as-text"),
+        pytest.param(
+            {"type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
+            id="openai-tool-call",
+        ),
+    ],
+)
+def test_expected_call_shapes(expected: dict[str, Any]) -> None:
+    loaded = Case.model_validate({"id": "t", "expected_calls": [expected]})
+    assert loaded.expected_calls is not None
+    assert loaded.expected_calls[0].model_dump() == {"name": "f", "arguments": {"x": 1}}
+
+
 def test_name_is_accepted_for_id() -> None:
     assert Case.model_validate({"name": "seed-1"}).id == "seed-1"
 
