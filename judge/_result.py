@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from judge._verdict import JudgeOutcome
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -68,10 +70,12 @@ class CaseResult(BaseModel):
     passed: bool | None
     """The case passes; null when there is nothing to grade it against."""
     failures: tuple[Failure, ...] = ()
+    judge: JudgeOutcome | None = None
+    """The LLM judge's verdicts (`judge grade`); absent from `judge check` results."""
 
     def to_json_dict(self) -> dict[str, Any]:
         """The result as plain JSON data (the JSON Lines format), built without validation."""
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "tool_selection": self.tool_selection,
             "schema_valid": self.schema_valid,
@@ -82,6 +86,9 @@ class CaseResult(BaseModel):
                 for f in self.failures
             ],
         }
+        if self.judge is not None:
+            data["judge"] = self.judge.model_dump(mode="json")
+        return data
 
 
 _CHECK_COLUMNS = ("tool_selection", "schema_valid", "argument_values", "passed")

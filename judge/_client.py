@@ -1,0 +1,267 @@
+"""The judge-model client: which endpoint, and one chat request with structured output."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import openai
+
+from judge._errors import JudgeError
+from judge._retry import RateGate, RetryPolicy, call_with_retries, is_quota_exhausted
+
+ResponseFormat = Literal["json_schema", "json_object", "tool"]
+OPENROUTER_URL = "https://openrouter.ai/api/v1"
+OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_MODELS = {"openrouter": "openai/gpt-4.1-mini", "openai": "gpt-4.1-mini"}
+_VERDICT_TOOL = "submit_verdict"
+
+
+class JudgeEndpointError(JudgeError):
+    """The endpoint refuses every request (bad key, no access, unknown model, no credit):
+    the run stops, since asking again cannot help."""
+
+
+class JudgeRequestError(JudgeError):
+    """One request failed for good (a bad request, or retries ran out): that case gets
+    `judge_error`, the run goes on."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the judge model is served. The key never appears in its repr."""
+
+    base_url: str
+    model: str
+    provider: str
+    """`openrouter`, `openai`, `custom` or `local`."""
+    api_key: str = field(default="not-needed", repr=False)
+
+
+def resolve_endpoint(
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Endpoint | None:
+    """The endpoint from flags, then the environment; None means the embedded local judge.
+
+    `JUDGE_BASE_URL` / `JUDGE_API_KEY` / `JUDGE_MODEL` name any OpenAI-compatible endpoint;
+    otherwise `OPENROUTER_API_KEY` selects OpenRouter and `OPENAI_API_KEY` OpenAI.
+    """
+    env = os.environ if env is None else env
+    if model == "local":
+        return None
+    model = model or env.get("JUDGE_MODEL") or None
+    base_url = base_url or env.get("JUDGE_BASE_URL") or None
+    api_key = api_key or env.get("JUDGE_API_KEY") or None
+    if base_url:
+        provider = "openrouter" if "openrouter.ai" in base_url else "custom"
+        key = api_key or (env.get("OPENROUTER_API_KEY") if provider == "openrouter" else None)
+        key = key or env.get("OPENAI_API_KEY") or "not-needed"
+        if not model:
+            if provider == "custom":
+                raise JudgeError(
+                    f"name the judge model served at {base_url}: --model NAME (or JUDGE_MODEL)"
+                )
+            model = DEFAULT_MODELS[provider]
+        return Endpoint(base_url=base_url.rstrip("/"), model=model, provider=provider, api_key=key)
+    if env.get("OPENROUTER_API_KEY") and not api_key:
+        return Endpoint(
+            base_url=OPENROUTER_URL,
+            model=model or DEFAULT_MODELS["openrouter"],
+            provider="openrouter",
+            api_key=env["OPENROUTER_API_KEY"],
+        )
+    key = api_key or env.get("OPENAI_API_KEY")
+    if key:
+        return Endpoint(
+            base_url=OPENAI_URL,
+            model=model or DEFAULT_MODELS["openai"],
+            provider="openai",
+            api_key=key,
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one request returned."""
+
+    text: str
+    finish_reason: str | None
+    refusal: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class ChatClient:
+    """Chat completions against one endpoint: bounded concurrency, one retry layer."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self._client = openai.AsyncOpenAI(
+            base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout
+        )
+        self._slots = asyncio.Semaphore(concurrency)
+        self._policy = policy or RetryPolicy()
+        self._gate = RateGate()
+        self.requests = 0
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        schema: dict[str, Any],
+        mode: ResponseFormat,
+        temperature: float,
+        seed: int | None,
+        reasoning_effort: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> Reply:
+        """Ask once (with retries on transient faults) for a reply that fits `schema`."""
+        options: dict[str, Any] = {"temperature": temperature}
+        if seed is not None:
+            options["seed"] = seed
+        if reasoning_effort is not None:
+            options["reasoning_effort"] = reasoning_effort
+        if extra_body:
+            options["extra_body"] = extra_body
+        options.update(_structured(mode, schema))
+        if mode == "json_object":
+            messages = _with_schema_in_prompt(messages, schema)
+
+        async def send() -> Any:
+            async with self._slots:
+                self.requests += 1
+                return await self._client.chat.completions.create(
+                    model=self.endpoint.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    **options,
+                )
+
+        try:
+            completion = await call_with_retries(send, self._policy, self._gate)
+        except openai.APIStatusError as exc:
+            raise _classify_failure(exc, self.endpoint) from None
+        except openai.APIConnectionError as exc:
+            raise JudgeRequestError(
+                f"cannot reach the judge at {self.endpoint.base_url}: {exc}"
+            ) from None
+        return _reply(completion, mode)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _structured(mode: ResponseFormat, schema: dict[str, Any]) -> dict[str, Any]:
+    if mode == "json_schema":
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": schema, "strict": True},
+            }
+        }
+    if mode == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    tool = {
+        "type": "function",
+        "function": {
+            "name": _VERDICT_TOOL,
+            "description": "Submit the verdict.",
+            "parameters": schema,
+            "strict": True,
+        },
+    }
+    return {
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": _VERDICT_TOOL}},
+    }
+
+
+def _with_schema_in_prompt(
+    messages: list[dict[str, str]], schema: dict[str, Any]
+) -> list[dict[str, str]]:
+    import json
+
+    note = "\n\nReply with only a JSON object that fits this JSON Schema:\n" + json.dumps(
+        schema, indent=1
+    )
+    first, *rest = messages
+    return [{**first, "content": first["content"] + note}, *rest]
+
+
+def _reply(completion: Any, mode: ResponseFormat) -> Reply:
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        return Reply("", None, None, *_usage(completion))
+    choice = choices[0]
+    message = choice.message
+    text = message.content or ""
+    if mode == "tool" and message.tool_calls:
+        text = message.tool_calls[0].function.arguments or ""
+    refusal = getattr(message, "refusal", None)
+    return Reply(text, choice.finish_reason, refusal, *_usage(completion))
+
+
+def _usage(completion: Any) -> tuple[int, int]:
+    usage = getattr(completion, "usage", None)
+    if usage is None:
+        return 0, 0
+    return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+
+
+def _classify_failure(exc: openai.APIStatusError, endpoint: Endpoint) -> JudgeError:
+    where = f"{endpoint.base_url} (model {endpoint.model})"
+    detail = exc.message
+    if exc.status_code == 401:
+        return JudgeEndpointError(
+            f"the judge endpoint {where} rejected the API key: set "
+            f"JUDGE_API_KEY (or the provider's key). {detail}"
+        )
+    if exc.status_code == 403:
+        return JudgeEndpointError(
+            f"the judge endpoint {where} refused access: check the key's "
+            f"permissions for this model. {detail}"
+        )
+    if exc.status_code == 404:
+        return JudgeEndpointError(
+            f"the judge endpoint {where} has no such model or route: "
+            f"check --model and --base-url. {detail}"
+        )
+    if is_quota_exhausted(exc):
+        return JudgeEndpointError(
+            f"the judge endpoint {where} says the quota is exhausted: "
+            f"add credit or use another key. {detail}"
+        )
+    if exc.status_code in (400, 422):
+        return JudgeRequestError(
+            f"the judge endpoint rejected the request ({exc.status_code}): {detail}"
+        )
+    return JudgeRequestError(
+        f"the judge endpoint kept failing ({exc.status_code}), retries exhausted: {detail}"
+    )
+
+
+def rejects_structured_output(error: JudgeError) -> bool:
+    """Whether a rejected request looks like the endpoint does not support the format asked."""
+    text = str(error).lower()
+    return (
+        isinstance(error, JudgeRequestError)
+        and "rejected the request" in text
+        and any(
+            word in text
+            for word in ("response_format", "json_schema", "structured", "tool_choice", "tools")
+        )
+    )

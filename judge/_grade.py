@@ -1,0 +1,565 @@
+"""The judge pipeline: deterministic checks first, then rubric questions to the judge model,
+with a persistent cache, bounded concurrency, self-consistency samples and provenance."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Container, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import orjson
+from pydantic import ValidationError
+
+from judge._cache import VerdictCache, cache_key, default_cache_dir
+from judge._case import Case
+from judge._check import check_case, invalid_case_result
+from judge._client import (
+    ChatClient,
+    Endpoint,
+    JudgeRequestError,
+    ResponseFormat,
+    rejects_structured_output,
+    resolve_endpoint,
+)
+from judge._errors import CaseError, JudgeError
+from judge._loading import iter_cases
+from judge._prompt import rubric_variables
+from judge._result import CaseResult, CheckResults, Failure, FailureKind
+from judge._retry import RetryPolicy
+from judge._rubric import Rubric, RubricSet, load_rubrics
+from judge._structure import SchemaCache
+from judge._verdict import (
+    Agreement,
+    ArgumentProblem,
+    ArgumentVerdict,
+    JudgeOutcome,
+    Provenance,
+    SelectionVerdict,
+    Usage,
+    arguments_schema,
+    selection_schema,
+)
+
+T = TypeVar("T")
+DEFAULT_SEED = 7
+MAX_REASKS = 2
+FormatChoice = Literal["auto", "json_schema", "json_object", "tool"]
+_FALLBACK: dict[str, ResponseFormat] = {"json_schema": "json_object", "json_object": "tool"}
+_DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
+    FailureKind.INVALID_JSON: "invalid_json",
+    FailureKind.UNKNOWN_NAME: "other",
+    FailureKind.SCHEMA_MISMATCH: "wrong_type",
+}
+
+
+class ReplyError(JudgeError):
+    """The judge gave no usable verdict (after re-asking, or it refused)."""
+
+    def __init__(self, message: str, raw: str | None) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+@dataclass
+class _Tally:
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def usage(self) -> Usage:
+        return Usage(
+            requests=self.requests,
+            cached=self.cached,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Question:
+    """One request a case needs (asked `samples` times)."""
+
+    dimension: Literal["selection", "arguments"]
+    rubric: Rubric
+    messages: list[dict[str, str]]
+    schema: dict[str, Any]
+    calls: tuple[int, ...] = ()
+
+
+@dataclass
+class Plan:
+    """What grading would send: requests not already cached, and their estimated tokens."""
+
+    cases: int = 0
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    """Estimated at four characters a token."""
+    by_dimension: Counter[str] = field(default_factory=Counter)
+
+
+class Judge:
+    """A fixed judge: endpoint, model, settings and rubrics, recorded with every verdict.
+
+    With no endpoint configured (flags or environment), the embedded local model is used.
+    Use as `async with Judge(...) as judge: results = await judge.grade(cases)`.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        rubrics: str | Path | RubricSet | None = None,
+        temperature: float = 0.0,
+        seed: int | None = DEFAULT_SEED,
+        samples: int = 1,
+        concurrency: int = 8,
+        cache_dir: str | Path | None = None,
+        cache: bool = True,
+        judge_broken: bool = False,
+        reasoning_effort: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+        response_format: FormatChoice = "auto",
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if samples < 1:
+            raise JudgeError("samples must be at least 1")
+        self._endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key)
+        self._local = self._endpoint is None
+        if isinstance(rubrics, RubricSet):
+            self.rubrics = rubrics
+        else:
+            self.rubrics = load_rubrics(
+                rubrics, kind="small" if self._local and rubrics is None else "default"
+            )
+        self.temperature = temperature
+        self.seed = seed
+        self.samples = samples
+        self.judge_broken = judge_broken
+        self.reasoning_effort = reasoning_effort
+        self.extra_body = dict(extra_body or {})
+        self._format_choice = response_format
+        self._mode: ResponseFormat = "json_schema" if response_format == "auto" else response_format
+        self._concurrency = concurrency
+        self._timeout = timeout
+        self._retry = retry
+        self._cache = VerdictCache(cache_dir or default_cache_dir()) if cache else None
+        self._client: ChatClient | None = None
+        self._client_lock = asyncio.Lock()
+        self._schemas = SchemaCache()
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        if self._endpoint is None:
+            from judge._local import LOCAL_MODEL_NAME
+
+            return LOCAL_MODEL_NAME
+        return self._endpoint.model
+
+    @property
+    def endpoint_label(self) -> str:
+        """The endpoint as recorded in provenance: its URL, or `embedded` for the local model."""
+        return "embedded" if self._endpoint is None else self._endpoint.base_url
+
+    def provenance(self) -> Provenance:
+        return Provenance(
+            model=self.model,
+            endpoint=self.endpoint_label,
+            temperature=self.temperature,
+            seed=self.seed,
+            reasoning_effort=self.reasoning_effort,
+            response_format=self._mode,
+            extra=self.extra_body,
+            rubrics=self.rubrics.refs,
+        )
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Everything about the judge that could change a verdict (no key, ever)."""
+        return self.provenance().model_dump(mode="json")
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Judge:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    async def _chat(self) -> ChatClient:
+        async with self._client_lock:
+            if self._client is None:
+                endpoint: Endpoint
+                if self._endpoint is None:
+                    from judge._local import local_endpoint
+
+                    endpoint = await asyncio.to_thread(local_endpoint)
+                    concurrency = 1  # the embedded server answers one request at a time
+                else:
+                    endpoint, concurrency = self._endpoint, self._concurrency
+                self._client = ChatClient(
+                    endpoint, concurrency=concurrency, timeout=self._timeout, policy=self._retry
+                )
+            return self._client
+
+    # -- grading ----------------------------------------------------------------------------
+
+    async def grade(self, cases: Any, *, skip: Container[str] = ()) -> CheckResults:
+        """Grade every case; results in the order the cases were given."""
+        loaded = list(iter_cases(cases))
+        results: dict[int, CaseResult] = {}
+        async for index, result in self._run(enumerate(loaded), skip):
+            results[index] = result
+        return CheckResults(results[i] for i in sorted(results))
+
+    async def iter_grade(
+        self, cases: Any, *, skip: Container[str] = ()
+    ) -> AsyncIterator[CaseResult]:
+        """Grade cases as they stream in; yield each result as soon as it is ready."""
+        async for _, result in self._run(enumerate(iter_cases(cases)), skip):
+            yield result
+
+    async def _run(
+        self, items: Iterable[tuple[int, Case | CaseError]], skip: Container[str]
+    ) -> AsyncIterator[tuple[int, CaseResult]]:
+        inbox: asyncio.Queue[tuple[int, Case | CaseError] | None] = asyncio.Queue(
+            maxsize=self._concurrency * 2
+        )
+        outbox: asyncio.Queue[tuple[int, CaseResult] | BaseException | None] = asyncio.Queue()
+
+        async def feed() -> None:
+            for index, item in items:
+                if isinstance(item, Case) and item.id in skip:
+                    continue
+                await inbox.put((index, item))
+            for _ in range(self._concurrency):
+                await inbox.put(None)
+
+        async def work() -> None:
+            try:
+                while (job := await inbox.get()) is not None:
+                    index, item = job
+                    if isinstance(item, CaseError):
+                        await outbox.put((index, invalid_case_result(item)))
+                    else:
+                        await outbox.put((index, await self.grade_case(item)))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer to raise
+                await outbox.put(exc)
+            finally:
+                await outbox.put(None)
+
+        tasks = [asyncio.create_task(feed())]
+        tasks += [asyncio.create_task(work()) for _ in range(self._concurrency)]
+        running = self._concurrency
+        try:
+            while running:
+                got = await outbox.get()
+                if got is None:
+                    running -= 1
+                elif isinstance(got, BaseException):
+                    raise got
+                else:
+                    yield got
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def grade_case(self, case: Case) -> CaseResult:
+        """Check a case deterministically, then judge it."""
+        checked = check_case(case, schemas=self._schemas)
+        if case.response is None:
+            outcome = JudgeOutcome(
+                status="skipped",
+                error="the case has no response to judge",
+                provenance=self.provenance(),
+            )
+            return checked.model_copy(update={"judge": outcome})
+        selection, arguments, questions = self.questions(case, checked)
+        tally = _Tally()
+        flips: list[float] = []
+        error: ReplyError | None = None
+        for question in questions:
+            try:
+                answers = [
+                    await self._ask(question, sample, tally) for sample in range(self.samples)
+                ]
+            except ReplyError as exc:
+                error = error or exc
+                continue
+            if question.dimension == "selection":
+                selection, flip = _majority_selection(answers)
+                flips.append(flip)
+            else:
+                for verdict, flip in _majority_arguments(answers):
+                    arguments.append(verdict)
+                    flips.append(flip)
+        arguments.sort(key=lambda a: a.call)
+        outcome = JudgeOutcome(
+            status="judge_error" if error else "ok",
+            selection=selection,
+            arguments=tuple(arguments),
+            samples=self.samples,
+            flip_rate=(sum(flips) / len(flips)) if self.samples > 1 and flips else None,
+            error=str(error) if error else None,
+            raw=error.raw if error else None,
+            usage=tally.usage(),
+            provenance=self.provenance(),
+        )
+        outcome = outcome.model_copy(update={"agreement": _agreement(checked, outcome)})
+        return checked.model_copy(update={"judge": outcome})
+
+    def questions(
+        self, case: Case, checked: CaseResult
+    ) -> tuple[SelectionVerdict | None, list[ArgumentVerdict], list[Question]]:
+        """The verdicts decided without asking, and the questions left for the judge."""
+        variables = rubric_variables(case, checked)
+        broken: dict[int, list[Failure]] = {}
+        for failure in checked.failures:
+            if failure.call is not None and failure.kind in _DERIVED_PROBLEMS:
+                broken.setdefault(failure.call, []).append(failure)
+        questions: list[Question] = []
+        selection: SelectionVerdict | None = None
+        unknown = [f for fs in broken.values() for f in fs if f.kind == FailureKind.UNKNOWN_NAME]
+        if unknown and not self.judge_broken:
+            selection = SelectionVerdict(
+                reasoning="; ".join(f.message for f in unknown),
+                verdict="incorrect",
+                category="unknown_tool",
+                source="derived",
+            )
+        else:
+            rubric = self.rubrics.selection
+            questions.append(
+                Question(
+                    "selection",
+                    rubric,
+                    rubric.render(variables),
+                    selection_schema(rubric.reasoning_max_length),
+                )
+            )
+        derived: list[ArgumentVerdict] = []
+        judged: list[int] = []
+        for index in range(len(case.tool_calls)):
+            if index in broken and not self.judge_broken:
+                derived.append(_derived_argument(index, broken[index]))
+            else:
+                judged.append(index)
+        rubric = self.rubrics.arguments
+        groups = [[i] for i in judged] if rubric.per_call else ([judged] if judged else [])
+        for group in groups:
+            chosen = {
+                **variables,
+                "judged_calls": [variables["calls"][i] for i in group],
+                "ungrounded": [u for u in variables["ungrounded"] if u["call"] in group],
+            }
+            questions.append(
+                Question(
+                    "arguments",
+                    rubric,
+                    rubric.render(chosen),
+                    arguments_schema(group, rubric.reasoning_max_length),
+                    tuple(group),
+                )
+            )
+        return selection, derived, questions
+
+    async def plan(self, cases: Any) -> Plan:
+        """Count what grading `cases` would send, without sending anything."""
+        plan = Plan()
+        for item in iter_cases(cases):
+            if not isinstance(item, Case) or item.response is None:
+                continue
+            plan.cases += 1
+            checked = check_case(item, schemas=self._schemas)
+            for question in self.questions(item, checked)[2]:
+                for sample in range(self.samples):
+                    if self._cache and await self._cache.get(self._key(question, sample)):
+                        plan.cached += 1
+                        continue
+                    plan.requests += 1
+                    plan.by_dimension[question.dimension] += 1
+                    chars = sum(len(m["content"]) for m in question.messages)
+                    plan.prompt_tokens += chars // 4 + len(orjson.dumps(question.schema)) // 4
+        return plan
+
+    def _key(self, question: Question, sample: int) -> str:
+        return cache_key(
+            {
+                "judge": self.fingerprint(),
+                "messages": question.messages,
+                "schema": question.schema,
+                "sample": sample,
+            }
+        )
+
+    async def _ask(self, question: Question, sample: int, tally: _Tally) -> Any:
+        """A validated answer to one question: from the cache, or asked (re-asked when the
+        reply cannot be used, at most MAX_REASKS times)."""
+        parse = _parser(question)
+        key = self._key(question, sample)
+        if self._cache is not None:
+            hit = await self._cache.get(key)
+            if hit is not None:
+                tally.cached += 1
+                return parse(hit)
+        chat = await self._chat()
+        conversation = list(question.messages)
+        problem, raw = "no reply", None
+        for _ in range(1 + MAX_REASKS):
+            try:
+                reply = await chat.complete(
+                    conversation,
+                    schema=question.schema,
+                    mode=self._mode,
+                    temperature=self.temperature,
+                    seed=None if self.seed is None else self.seed + sample,
+                    reasoning_effort=self.reasoning_effort,
+                    extra_body=self.extra_body,
+                )
+            except JudgeRequestError as exc:
+                if (
+                    self._format_choice == "auto"
+                    and rejects_structured_output(exc)
+                    and (self._mode in _FALLBACK)
+                ):
+                    self._mode = _FALLBACK[self._mode]  # this endpoint cannot do it: step down
+                    return await self._ask(question, sample, tally)
+                raise ReplyError(str(exc), raw) from None
+            tally.requests += 1
+            tally.prompt_tokens += reply.prompt_tokens
+            tally.completion_tokens += reply.completion_tokens
+            raw = reply.text or reply.refusal
+            if reply.refusal:
+                raise ReplyError(f"the judge refused: {reply.refusal}", raw)
+            if reply.finish_reason == "length":
+                problem = "the reply was cut off (finish_reason: length)"
+            elif not reply.text.strip():
+                problem = "the reply was empty"
+            else:
+                try:
+                    data = orjson.loads(reply.text)
+                    answer = parse(data)
+                except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError) as exc:
+                    problem = f"the reply does not fit the schema: {_short(exc)}"
+                else:
+                    if self._cache is not None:
+                        await self._cache.put(key, data)
+                    return answer
+            conversation += [
+                {"role": "assistant", "content": reply.text},
+                {
+                    "role": "user",
+                    "content": f"That reply cannot be used: {problem}. Reply "
+                    "again with only the JSON object asked for.",
+                },
+            ]
+        raise ReplyError(f"no usable verdict after {1 + MAX_REASKS} tries: {problem}", raw)
+
+
+def grade(cases: Any, **options: Any) -> CheckResults:
+    """Grade `cases` with a `Judge(**options)`, for scripts (blocks until done)."""
+
+    async def run() -> CheckResults:
+        async with Judge(**options) as judge:
+            return await judge.grade(cases)
+
+    return asyncio.run(run())
+
+
+def _parser(question: Question) -> Callable[[Any], Any]:
+    if question.dimension == "selection":
+        return SelectionVerdict.model_validate
+
+    def parse(data: Any) -> list[ArgumentVerdict]:
+        if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
+            raise ValueError('expected {"verdicts": [...]}')
+        verdicts = [
+            ArgumentVerdict.model_validate({**v, "source": "judge"})
+            if isinstance(v, dict)
+            else ArgumentVerdict.model_validate(v)
+            for v in data["verdicts"]
+        ]
+        if sorted(v.call for v in verdicts) != sorted(question.calls):
+            raise ValueError(f"expected one verdict for each of the calls {list(question.calls)}")
+        return verdicts
+
+    return parse
+
+
+def _majority_selection(answers: list[SelectionVerdict]) -> tuple[SelectionVerdict, float]:
+    counts = Counter(a.verdict for a in answers)
+    top = max(counts.values())
+    label = next(a.verdict for a in answers if counts[a.verdict] == top)  # ties: first asked
+    chosen = next(a for a in answers if a.verdict == label)
+    return chosen, 1 - counts[label] / len(answers)
+
+
+def _majority_arguments(
+    answers: list[list[ArgumentVerdict]],
+) -> list[tuple[ArgumentVerdict, float]]:
+    by_call: dict[int, list[ArgumentVerdict]] = {}
+    for sample in answers:
+        for verdict in sample:
+            by_call.setdefault(verdict.call, []).append(verdict)
+    chosen = []
+    for verdicts in by_call.values():
+        counts = Counter(v.verdict for v in verdicts)
+        top = max(counts.values())
+        label = next(v.verdict for v in verdicts if counts[v.verdict] == top)
+        chosen.append(
+            (next(v for v in verdicts if v.verdict == label), 1 - counts[label] / len(verdicts))
+        )
+    return chosen
+
+
+def _derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:
+    problems: list[ArgumentProblem] = []
+    for failure in failures:
+        problem: ArgumentProblem = _DERIVED_PROBLEMS[failure.kind]
+        if failure.kind == FailureKind.SCHEMA_MISMATCH:
+            if "required property" in failure.message:
+                problem = "missing_value"
+            elif "Additional properties" in failure.message:
+                problem = "forbidden_extra"
+        if problem not in problems:
+            problems.append(problem)
+    return ArgumentVerdict(
+        call=index,
+        verdict="incorrect",
+        source="derived",
+        reasoning="; ".join(f"{f.kind.value}: {f.message}" for f in failures),
+        problems=tuple(problems),
+    )
+
+
+def _agreement(checked: CaseResult, outcome: JudgeOutcome) -> Agreement:
+    selection = None
+    if checked.tool_selection is not None and outcome.selection is not None:
+        selection = (outcome.selection.verdict == "correct") == checked.tool_selection
+    arguments = None
+    verdict = outcome.arguments_verdict
+    if checked.argument_values is not None and verdict is not None:
+        arguments = (verdict == "correct") == checked.argument_values
+    return Agreement(selection=selection, arguments=arguments)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= 300 else text[:297] + "..."

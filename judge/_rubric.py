@@ -1,0 +1,214 @@
+"""Rubrics: Jinja templates with a TOML header, rendered in a sandbox into chat messages.
+
+A rubric file starts with a header between `+++` lines, then defines two blocks:
+
+    +++
+    name = "selection"
+    version = "1.0"
+    dimension = "selection"          # or "arguments"
+    labels = ["correct", "incorrect"]
+    +++
+    {% block system %}...{% endblock %}
+    {% block user %}...{% endblock %}
+
+Untrusted text (messages, arguments) can never close the rubric's own `<tags>`: every value a
+template prints has `<` and `>` escaped as `\\u003c` / `\\u003e`, and `tojson` does the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from jinja2 import StrictUndefined, TemplateSyntaxError, meta
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from judge._errors import JudgeError
+from judge._verdict import RubricRef
+
+Dimension = Literal["selection", "arguments"]
+_LABELS: dict[str, tuple[str, ...]] = {
+    "selection": ("correct", "incorrect"),
+    "arguments": ("correct", "incorrect", "not_applicable"),
+}
+# What every rubric may use; anything else is refused when the rubric is loaded.
+VARIABLES = frozenset(
+    (
+        "conversation",
+        "tools",
+        "tool_names",
+        "response_text",
+        "calls",
+        "judged_calls",
+        "findings",
+        "ungrounded",
+    )
+)
+
+
+class RubricError(JudgeError):
+    """A rubric file that cannot be used; names the file and what is wrong."""
+
+
+class _Header(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    version: str
+    dimension: Dimension
+    labels: tuple[str, ...]
+    description: str = ""
+    reasoning_max_length: int | None = None
+    """`maxLength` of the free-text reasoning in the reply schema (keeps a small judge brief)."""
+    per_call: bool = False
+    """Arguments only: ask once per call instead of once for all the calls of a case."""
+
+
+def _neutralise(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("<", "\\u003c").replace(">", "\\u003e")
+    return value
+
+
+_ENV = SandboxedEnvironment(
+    undefined=StrictUndefined,
+    autoescape=False,
+    finalize=_neutralise,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=False,
+)
+_ENV.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """One loaded rubric."""
+
+    name: str
+    version: str
+    dimension: Dimension
+    labels: tuple[str, ...]
+    reasoning_max_length: int | None
+    per_call: bool
+    path: str
+    sha256: str
+    source: str
+
+    @property
+    def ref(self) -> RubricRef:
+        return RubricRef(name=self.name, version=self.version, sha256=self.sha256)
+
+    def render(self, variables: dict[str, Any]) -> list[dict[str, str]]:
+        """The chat messages for these variables: a system and a user message."""
+        template = _ENV.from_string(self.source)
+        context = template.new_context(variables)
+        return [
+            {"role": role, "content": "".join(template.blocks[role](context)).strip()}
+            for role in ("system", "user")
+        ]
+
+
+@dataclass(frozen=True)
+class RubricSet:
+    """The rubric for each dimension."""
+
+    selection: Rubric
+    arguments: Rubric
+
+    @property
+    def refs(self) -> tuple[RubricRef, ...]:
+        return (self.selection.ref, self.arguments.ref)
+
+    def named(self, name: str) -> Rubric:
+        for rubric in (self.selection, self.arguments):
+            if rubric.name == name or rubric.dimension == name:
+                return rubric
+        raise RubricError(
+            f"no rubric named {name!r} (have {self.selection.name!r}, {self.arguments.name!r})"
+        )
+
+
+def builtin_rubrics_dir(kind: str = "default") -> Path:
+    """The rubrics shipped with the package (`default`, or `small` for a small local judge)."""
+    shipped = Path(str(resources.files("judge"))) / "rubrics" / kind
+    if shipped.is_dir():
+        return shipped
+    return Path(__file__).resolve().parent.parent / "rubrics" / kind  # a source checkout
+
+
+def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") -> RubricSet:
+    """Load the `*.j2` rubrics of a directory: exactly one per dimension."""
+    folder = Path(directory) if directory is not None else builtin_rubrics_dir(kind)
+    if not folder.is_dir():
+        raise RubricError(f"{folder}: not a directory of rubrics")
+    found: dict[str, Rubric] = {}
+    for path in sorted(folder.glob("*.j2")):
+        rubric = load_rubric(path)
+        if rubric.dimension in found:
+            raise RubricError(
+                f"{folder}: two rubrics for {rubric.dimension!r}: "
+                f"{Path(found[rubric.dimension].path).name} and {path.name}"
+            )
+        found[rubric.dimension] = rubric
+    missing = [d for d in ("selection", "arguments") if d not in found]
+    if missing:
+        raise RubricError(f"{folder}: no rubric for {', '.join(missing)} (*.j2 files)")
+    return RubricSet(selection=found["selection"], arguments=found["arguments"])
+
+
+def load_rubric(path: str | Path) -> Rubric:
+    """Load and check one rubric file: header, template syntax, blocks and variables."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    header_text, body = _split(text, path)
+    try:
+        header = _Header.model_validate(tomllib.loads(header_text))
+    except (tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise RubricError(f"{path}: bad header: {exc}") from None
+    if header.labels != _LABELS[header.dimension]:
+        raise RubricError(
+            f"{path}: a {header.dimension} rubric returns the labels "
+            f"{list(_LABELS[header.dimension])}, not {list(header.labels)}"
+        )
+    try:
+        parsed = _ENV.parse(body)
+        template = _ENV.from_string(body)
+    except TemplateSyntaxError as exc:
+        raise RubricError(
+            f"{path}:{exc.lineno + header_text.count(chr(10)) + 2}: {exc.message}"
+        ) from None
+    unknown = meta.find_undeclared_variables(parsed) - VARIABLES
+    if unknown:
+        raise RubricError(
+            f"{path}: unknown variables {sorted(unknown)}; a rubric may use {sorted(VARIABLES)}"
+        )
+    for block in ("system", "user"):
+        if block not in template.blocks:
+            raise RubricError(f"{path}: missing {{% block {block} %}}")
+    return Rubric(
+        name=header.name,
+        version=header.version,
+        dimension=header.dimension,
+        labels=header.labels,
+        reasoning_max_length=header.reasoning_max_length,
+        per_call=header.per_call,
+        path=str(path),
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        source=body,
+    )
+
+
+def _split(text: str, path: Path) -> tuple[str, str]:
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "+++":
+        raise RubricError(f"{path}: a rubric starts with a TOML header between +++ lines")
+    for index, line in enumerate(lines[1:], start=1):
+        if line.strip() == "+++":
+            return "\n".join(lines[1:index]), "\n".join(lines[index + 1 :])
+    raise RubricError(f"{path}: the header is not closed by a +++ line")

@@ -1,0 +1,189 @@
+"""What the judge returns: structured verdicts, the outcome of judging a case, its provenance."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SelectionLabel = Literal["correct", "incorrect"]
+ArgumentLabel = Literal["correct", "incorrect", "not_applicable"]
+JudgeStatus = Literal["ok", "judge_error", "skipped"]
+
+SelectionCategory = Literal[
+    "right_call",
+    "right_no_call",
+    "right_ask",
+    "wrong_tool",
+    "unknown_tool",
+    "unnecessary_call",
+    "missing_call",
+    "duplicate_call",
+    "should_ask",
+    "needless_ask",
+]
+ArgumentProblem = Literal[
+    "wrong_entity",
+    "hallucinated_value",
+    "partial",
+    "wrong_type",
+    "missing_value",
+    "forbidden_extra",
+    "invalid_json",
+    "wrong_format",
+    "other",
+]
+
+
+SELECTION_CATEGORIES: tuple[str, ...] = get_args(SelectionCategory)
+CORRECT_CATEGORIES = frozenset(("right_call", "right_no_call", "right_ask"))
+"""The selection categories that go with a `correct` verdict; the others go with `incorrect`."""
+ARGUMENT_PROBLEMS: tuple[str, ...] = get_args(ArgumentProblem)
+
+
+class SelectionVerdict(BaseModel):
+    """Whether the set of calls (names and count) is what the request needs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reasoning: str
+    verdict: SelectionLabel
+    category: SelectionCategory
+    source: Literal["judge", "derived"] = "judge"
+    """`derived`: decided from a deterministic failure (an unknown tool name), not asked."""
+
+
+class ArgumentVerdict(BaseModel):
+    """Whether one call's arguments deliver what the user meant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: int
+    """Index of the call in the response's `tool_calls`."""
+    reasoning: str
+    verdict: ArgumentLabel
+    problems: tuple[ArgumentProblem, ...] = ()
+    source: Literal["judge", "derived"] = "judge"
+    """`derived`: the call failed structurally, so its arguments are incorrect without asking."""
+
+
+class RubricRef(BaseModel):
+    """Which rubric produced a verdict."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    version: str
+    sha256: str
+    """Hash of the rubric file's content."""
+
+
+class Provenance(BaseModel):
+    """Everything that could change a verdict. Never holds an API key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    endpoint: str
+    temperature: float
+    seed: int | None
+    reasoning_effort: str | None = None
+    response_format: str
+    """How structured output was asked for: `json_schema`, `json_object` or `tool`."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Provider fields passed through as they are."""
+    rubrics: tuple[RubricRef, ...] = ()
+
+
+class Usage(BaseModel):
+    """Requests and tokens spent on a case (cached answers cost nothing)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Agreement(BaseModel):
+    """Whether the judge agrees with the deterministic checks, where both exist."""
+
+    model_config = ConfigDict(frozen=True)
+
+    selection: bool | None = None
+    """Judge selection verdict vs `tool_selection`."""
+    arguments: bool | None = None
+    """Judge's case-level arguments verdict vs `argument_values`."""
+
+
+class JudgeOutcome(BaseModel):
+    """The judge's part of a result: verdicts, or why there are none."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: JudgeStatus
+    """`ok`; `judge_error` (the judge gave no usable verdict: never a pass, never a fail);
+    `skipped` (nothing to judge)."""
+    selection: SelectionVerdict | None = None
+    arguments: tuple[ArgumentVerdict, ...] = ()
+    samples: int = 1
+    flip_rate: float | None = None
+    """Share of samples that disagree with the majority verdict (with `samples` > 1)."""
+    error: str | None = None
+    raw: str | None = None
+    """The judge's last reply, kept when it could not be used."""
+    agreement: Agreement = Field(default_factory=Agreement)
+    usage: Usage = Field(default_factory=Usage)
+    trusted: bool | None = None
+    """False when the calibration gate was overridden; None when no calibration was given."""
+    provenance: Provenance | None = None
+
+    @property
+    def arguments_verdict(self) -> SelectionLabel | None:
+        """The case-level arguments verdict: correct iff every applicable call verdict is."""
+        applicable = [a.verdict for a in self.arguments if a.verdict != "not_applicable"]
+        if not applicable:
+            return None
+        return "correct" if all(v == "correct" for v in applicable) else "incorrect"
+
+
+def selection_schema(max_reasoning: int | None) -> dict[str, Any]:
+    """The JSON Schema the judge's selection reply must fit (strict-mode compatible)."""
+    return _object(
+        {
+            "reasoning": _text(max_reasoning),
+            "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
+            "category": {"type": "string", "enum": list(SELECTION_CATEGORIES)},
+        }
+    )
+
+
+def arguments_schema(calls: list[int], max_reasoning: int | None) -> dict[str, Any]:
+    """The reply schema for argument verdicts on exactly these calls, one each."""
+    item = _object(
+        {
+            "call": {"type": "integer", "enum": calls},
+            "reasoning": _text(max_reasoning),
+            "verdict": {"type": "string", "enum": ["correct", "incorrect", "not_applicable"]},
+            "problems": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(ARGUMENT_PROBLEMS)},
+            },
+        }
+    )
+    verdicts = {"type": "array", "items": item, "minItems": len(calls), "maxItems": len(calls)}
+    return _object({"verdicts": verdicts})
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _text(max_length: int | None) -> dict[str, Any]:
+    return {"type": "string"} if max_length is None else {"type": "string", "maxLength": max_length}
