@@ -7,8 +7,100 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from judge._result import CaseResult, FailureKind
+from judge._verdict import JudgeOutcome
 
 _CHECKS = ("tool_selection", "schema_valid", "argument_values")
+
+
+@dataclass
+class JudgeSummary:
+    """Counts of judge verdicts, errors, spend and agreement with the deterministic checks."""
+
+    status: Counter[str] = field(default_factory=Counter)
+    selection: Counter[str] = field(default_factory=Counter)
+    arguments: Counter[str] = field(default_factory=Counter)
+    """Case-level arguments verdicts (`none` when no call verdict applies)."""
+    agreement: dict[str, Counter[str]] = field(
+        default_factory=lambda: {"selection": Counter(), "arguments": Counter()}
+    )
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    passed: int = 0
+    failed: int = 0
+
+    def add(self, outcome: JudgeOutcome) -> None:
+        self.status[outcome.status] += 1
+        usage = outcome.usage
+        self.requests += usage.requests
+        self.cached += usage.cached
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        if outcome.status != "ok":
+            return
+        selection = outcome.selection.verdict if outcome.selection else "none"
+        arguments = outcome.arguments_verdict or "none"
+        self.selection[selection] += 1
+        self.arguments[arguments] += 1
+        if selection == "correct" and arguments in ("correct", "none"):
+            self.passed += 1
+        else:
+            self.failed += 1
+        for name in ("selection", "arguments"):
+            agrees = getattr(outcome.agreement, name)
+            if agrees is not None:
+                self.agreement[name]["agree" if agrees else "disagree"] += 1
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Cases the judge passed (selection and arguments correct) over cases judged ok."""
+        judged = self.passed + self.failed
+        return self.passed / judged if judged else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": dict(self.status),
+            "selection": dict(self.selection),
+            "arguments": dict(self.arguments),
+            "passed": self.passed,
+            "failed": self.failed,
+            "pass_rate": self.pass_rate,
+            "agreement": {name: dict(c) for name, c in self.agreement.items()},
+            "requests": self.requests,
+            "cached": self.cached,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+    def print_tables(self, console: Any) -> None:
+        from rich.table import Table
+
+        table = Table(title="judge verdicts", title_justify="left")
+        table.add_column("")
+        for column in ("correct", "incorrect", "none"):
+            table.add_column(column, justify="right")
+        for name, counts in (("selection", self.selection), ("arguments", self.arguments)):
+            table.add_row(name, *(str(counts[c]) for c in ("correct", "incorrect", "none")))
+        console.print(table)
+        rate = self.pass_rate
+        facts = Table(show_header=False)
+        facts.add_column()
+        facts.add_column(justify="right")
+        for label, value in (
+            ("judged ok", self.status["ok"]),
+            ("judge_error", self.status["judge_error"]),
+            ("skipped", self.status["skipped"]),
+            ("judge pass rate", "n/a" if rate is None else f"{rate:.1%}"),
+            ("agreement with checks: selection", _agreement(self.agreement["selection"])),
+            ("agreement with checks: arguments", _agreement(self.agreement["arguments"])),
+            ("requests sent", self.requests),
+            ("answered from cache", self.cached),
+            ("prompt tokens", self.prompt_tokens),
+            ("completion tokens", self.completion_tokens),
+        ):
+            facts.add_row(label, str(value))
+        console.print(facts)
 
 
 @dataclass
@@ -25,6 +117,8 @@ class Summary:
     checks: dict[str, Counter[str]] = field(
         default_factory=lambda: {name: Counter() for name in _CHECKS}
     )
+    verdicts: JudgeSummary | None = None
+    """Judge verdict counts, once a result carries them."""
 
     def add(self, result: CaseResult) -> None:
         self.cases += 1
@@ -40,6 +134,10 @@ class Summary:
             self.invalid_cases += FailureKind.INVALID_CASE.value in kinds
         for name in _CHECKS:
             self.checks[name][_outcome(getattr(result, name))] += 1
+        if result.judge is not None:
+            if self.verdicts is None:
+                self.verdicts = JudgeSummary()
+            self.verdicts.add(result.judge)
 
     @property
     def pass_rate(self) -> float | None:
@@ -57,6 +155,7 @@ class Summary:
             "pass_rate": self.pass_rate,
             "failure_kinds": dict(self.failure_kinds.most_common()),
             "checks": {name: dict(counts) for name, counts in self.checks.items()},
+            **({"judge": self.verdicts.to_dict()} if self.verdicts is not None else {}),
         }
 
     def print_table(self, stream: IO[str]) -> None:
@@ -64,7 +163,7 @@ class Summary:
         from rich.table import Table
 
         console = Console(file=stream, highlight=False)
-        overview = Table(title="judge check", show_header=False, title_justify="left")
+        overview = Table(title="summary", show_header=False, title_justify="left")
         overview.add_column(justify="left")
         overview.add_column(justify="right")
         rate = self.pass_rate
@@ -92,6 +191,13 @@ class Summary:
             for kind, count in self.failure_kinds.most_common():
                 kinds.add_row(kind, str(count))
             console.print(kinds)
+        if self.verdicts is not None:
+            self.verdicts.print_tables(console)
+
+
+def _agreement(counts: Counter[str]) -> str:
+    total = counts["agree"] + counts["disagree"]
+    return "n/a" if not total else f"{counts['agree']}/{total} ({counts['agree'] / total:.0%})"
 
 
 def _outcome(value: bool | None) -> str:

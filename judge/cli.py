@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import IO
+from typing import IO, Any
 
 import click
 import orjson
 
-from judge._check import iter_check
-from judge._errors import InputError
+from judge._check import check_case, iter_check
+from judge._client import JudgeEndpointError
+from judge._errors import InputError, JudgeError
+from judge._grade import DEFAULT_SEED, Judge, Plan
+from judge._loading import load_cases
 from judge._result import CaseResult
+from judge._resume import finished_results
+from judge._rubric import load_rubrics
 from judge._summary import Summary
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_UNREADABLE = 2
+EXIT_GATE = 3
+EXIT_ENDPOINT = 4
 
 
 def _parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -77,11 +85,7 @@ def check_command(
 ) -> None:
     """Grade CASES (JSON Lines files, or - for standard input) deterministically: well-formed
     calls, the right tools, the expected argument values."""
-    for path in cases:  # refuse before writing anything
-        if path != "-" and not os.path.isfile(path):
-            why = "is a directory" if os.path.isdir(path) else "no such file"
-            click.echo(f"judge check: {path}: cannot read cases: {why}", err=True)
-            sys.exit(EXIT_UNREADABLE)
+    _require_files(cases)
     summary = Summary()
     to_stdout = output in (None, "-")
     try:
@@ -108,17 +112,275 @@ def check_command(
         click.echo(f"judge check: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
 
-    stream = sys.stderr if to_stdout else sys.stdout
-    if summary_format == "json":
-        stream.write(json.dumps(summary.to_dict(), indent=2) + "\n")
-    else:
-        summary.print_table(stream)
+    _print_summary(summary, summary_format, sys.stderr if to_stdout else sys.stdout)
     if fail_under is not None:
         rate = summary.pass_rate
         if rate is None or rate < fail_under:
             shown = "no gradable case" if rate is None else f"pass rate {rate:.1%}"
             click.echo(f"judge check: {shown} is under --fail-under {fail_under:.1%}", err=True)
             sys.exit(EXIT_BELOW_THRESHOLD)
+
+
+def _judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that fix a judge; shared by every command that runs one."""
+    options = [
+        click.option(
+            "--model",
+            help="Judge model (`local` for the embedded one; default: "
+            "JUDGE_MODEL, or the provider's default).",
+        ),
+        click.option(
+            "--base-url",
+            help="Any OpenAI-compatible endpoint (default: "
+            "JUDGE_BASE_URL; OPENROUTER_API_KEY selects OpenRouter, OPENAI_API_KEY "
+            "OpenAI; none: the embedded judge).",
+        ),
+        click.option(
+            "--rubrics",
+            type=click.Path(file_okay=False, exists=True),
+            help="A folder of your own rubrics (*.j2), one per dimension.",
+        ),
+        click.option(
+            "--samples",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Ask N times; report the majority verdict and the flip rate.",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=8,
+            show_default=True,
+            help="Requests in flight at once.",
+        ),
+        click.option("--temperature", type=float, default=0.0, show_default=True),
+        click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True),
+        click.option("--reasoning-effort", help="Passed through to the provider."),
+        click.option("--extra-body", help="JSON object of provider fields, passed through."),
+        click.option(
+            "--response-format",
+            default="auto",
+            show_default=True,
+            type=click.Choice(["auto", "json_schema", "json_object", "tool"]),
+            help="How to ask for structured output (auto: json_schema, stepping "
+            "down when the endpoint refuses it).",
+        ),
+        click.option(
+            "--timeout",
+            type=float,
+            default=120.0,
+            show_default=True,
+            help="Seconds before one request is abandoned (and retried).",
+        ),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False),
+            help="Where verdicts are cached (default: JUDGE_CACHE_DIR, else the user "
+            "cache folder).",
+        ),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+        click.option(
+            "--judge-broken",
+            is_flag=True,
+            help="Ask the judge about calls that already failed structurally too.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _make_judge(options: dict[str, Any]) -> Judge:
+    extra = options.pop("extra_body")
+    try:
+        extra_body = json.loads(extra) if extra else None
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"--extra-body is not JSON: {exc}") from None
+    no_cache = options.pop("no_cache")
+    return Judge(extra_body=extra_body, cache=not no_cache, **options)
+
+
+@main.command("grade")
+@click.argument("cases", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Append one result per line here as cases finish; rerun with the same file "
+    "to resume (default: standard output).",
+)
+@_judge_options
+@click.option(
+    "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
+)
+@click.option(
+    "--price-per-mtok", type=float, help="USD per million prompt tokens, to price a --dry-run."
+)
+@click.option(
+    "--format",
+    "summary_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--fail-under",
+    callback=_parse_rate,
+    metavar="RATE",
+    help="Exit 1 when the judge's pass rate (selection and arguments correct, over "
+    "cases judged ok) is lower.",
+)
+def grade_command(
+    cases: tuple[str, ...],
+    output: str | None,
+    dry_run: bool,
+    price_per_mtok: float | None,
+    summary_format: str,
+    fail_under: float | None,
+    **judge_options: Any,
+) -> None:
+    """Grade CASES with the deterministic checks and the LLM judge."""
+    _require_files(cases)
+    try:
+        judge = _make_judge(judge_options)
+    except JudgeError as exc:
+        click.echo(f"judge grade: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if dry_run:
+        plan = asyncio.run(_plan(judge, cases))
+        lines = [
+            f"cases to judge: {plan.cases}",
+            f"requests to send: {plan.requests} ({dict(plan.by_dimension)})",
+            f"answered from cache: {plan.cached}",
+            f"prompt tokens (estimated): {plan.prompt_tokens}",
+        ]
+        if price_per_mtok is not None:
+            lines.append(
+                f"prompt cost (estimated): ${plan.prompt_tokens * price_per_mtok / 1e6:.4f}"
+            )
+        click.echo("\n".join(lines))
+        return
+    summary = Summary()
+    try:
+        asyncio.run(_grade(judge, cases, output, summary))
+    except JudgeEndpointError as exc:
+        click.echo(f"judge grade: {exc}", err=True)
+        sys.exit(EXIT_ENDPOINT)
+    except InputError as exc:
+        click.echo(f"judge grade: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    _print_summary(summary, summary_format, sys.stderr if output is None else sys.stdout)
+    verdicts = summary.verdicts
+    if fail_under is not None:
+        rate = verdicts.pass_rate if verdicts else None
+        if rate is None or rate < fail_under:
+            shown = "no case judged" if rate is None else f"judge pass rate {rate:.1%}"
+            click.echo(f"judge grade: {shown} is under --fail-under {fail_under:.1%}", err=True)
+            sys.exit(EXIT_BELOW_THRESHOLD)
+
+
+async def _plan(judge: Judge, cases: tuple[str, ...]) -> Plan:
+    async with judge:
+        total = Plan()
+        for path in cases:
+            plan = await judge.plan(path)
+            total.cases += plan.cases
+            total.requests += plan.requests
+            total.cached += plan.cached
+            total.prompt_tokens += plan.prompt_tokens
+            total.by_dimension.update(plan.by_dimension)
+        return total
+
+
+async def _grade(
+    judge: Judge, cases: tuple[str, ...], output: str | None, summary: Summary
+) -> None:
+    done = finished_results(output) if output else []
+    for result in done:
+        summary.add(result)
+    skip = {r.id for r in done}
+    sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
+    try:
+        async with judge:
+            for path in cases:
+                async for result in judge.iter_grade(path, skip=skip):
+                    summary.add(result)
+                    sink.write(
+                        orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
+                    )
+                    sink.flush()  # a finished result is never lost
+                    _report_invalid(result)
+    finally:
+        if output:
+            sink.close()
+
+
+def _require_files(paths: tuple[str, ...]) -> None:
+    for path in paths:  # refuse before writing anything
+        if path != "-" and not os.path.isfile(path):
+            why = "is a directory" if os.path.isdir(path) else "no such file"
+            click.echo(f"judge: {path}: cannot read cases: {why}", err=True)
+            sys.exit(EXIT_UNREADABLE)
+
+
+def _print_summary(summary: Summary, summary_format: str, stream: IO[str]) -> None:
+    if summary_format == "json":
+        stream.write(json.dumps(summary.to_dict(), indent=2) + "\n")
+    else:
+        summary.print_table(stream)
+
+
+@main.group("rubric")
+def rubric_group() -> None:
+    """Inspect rubrics."""
+
+
+@rubric_group.command("list")
+@click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
+@click.option("--small", is_flag=True, help="The rubrics of the embedded small judge.")
+def rubric_list(rubrics: str | None, small: bool) -> None:
+    """List the rubrics with their version and content hash."""
+    found = load_rubrics(rubrics, kind="small" if small else "default")
+    for rubric in (found.selection, found.arguments):
+        click.echo(
+            f"{rubric.name}\t{rubric.dimension}\tv{rubric.version}\t"
+            f"{rubric.sha256[:12]}\t{rubric.path}"
+        )
+
+
+@rubric_group.command("show")
+@click.argument("name")
+@click.option("--case", "case_file", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--id", "case_id", required=True, help="The case to render.")
+@click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
+@click.option("--small", is_flag=True, help="The rubrics of the embedded small judge.")
+@click.option("--judge-broken", is_flag=True)
+def rubric_show(
+    name: str, case_file: str, case_id: str, rubrics: str | None, small: bool, judge_broken: bool
+) -> None:
+    """Print exactly what rubric NAME would send for one case: messages and reply schema."""
+    found = load_rubrics(rubrics, kind="small" if small else "default")
+    rubric = found.named(name)
+    case = next((c for c in load_cases(case_file) if c.id == case_id), None)
+    if case is None:
+        click.echo(f"judge rubric show: no case {case_id!r} in {case_file}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    judge = Judge(rubrics=found, judge_broken=judge_broken, cache=False, model="local")
+    _, _, questions = judge.questions(case, check_case(case))
+    chosen = [q for q in questions if q.rubric is rubric]
+    if not chosen:
+        click.echo(
+            f"# rubric {rubric.name!r} would send nothing for case {case_id!r}: its "
+            "verdicts are decided without asking (see `judge check`)."
+        )
+        return
+    for question in chosen:
+        for message in question.messages:
+            click.echo(f"===== {message['role']} =====")
+            click.echo(message["content"])
+        click.echo("===== reply schema =====")
+        click.echo(json.dumps(question.schema, indent=2))
 
 
 def _report_invalid(result: CaseResult) -> None:
