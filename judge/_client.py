@@ -159,6 +159,8 @@ class ChatClient:
             raise JudgeRequestError(
                 f"cannot reach the judge at {self.endpoint.base_url}: {exc}"
             ) from None
+        except (openai.APIError, ValueError) as exc:  # a body that is not chat-completions JSON
+            raise JudgeRequestError(f"the judge endpoint sent an unreadable reply: {exc}") from None
         return _reply(completion, mode)
 
     async def aclose(self) -> None:

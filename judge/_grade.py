@@ -420,6 +420,7 @@ class Judge:
                 tally.cached += 1
                 return parse(hit)
         chat = await self._chat()
+        mode = self._mode
         conversation = list(question.messages)
         problem, raw = "no reply", None
         for _ in range(1 + MAX_REASKS):
@@ -427,20 +428,18 @@ class Judge:
                 reply = await chat.complete(
                     conversation,
                     schema=question.schema,
-                    mode=self._mode,
+                    mode=mode,
                     temperature=self.temperature,
                     seed=None if self.seed is None else self.seed + sample,
                     reasoning_effort=self.reasoning_effort,
                     extra_body=self.extra_body,
                 )
             except JudgeRequestError as exc:
-                if (
-                    self._format_choice == "auto"
-                    and rejects_structured_output(exc)
-                    and (self._mode in _FALLBACK)
-                ):
-                    self._mode = _FALLBACK[self._mode]  # this endpoint cannot do it: step down
-                    return await self._ask(question, sample, tally)
+                if self._format_choice == "auto" and rejects_structured_output(exc):
+                    if mode in _FALLBACK and self._mode == mode:
+                        self._mode = _FALLBACK[mode]  # the endpoint cannot do it: step down once
+                    if self._mode != mode:
+                        return await self._ask(question, sample, tally)
                 raise ReplyError(str(exc), raw) from None
             tally.requests += 1
             tally.prompt_tokens += reply.prompt_tokens

@@ -96,6 +96,9 @@ class ChatServer:
         self._server: asyncio.AbstractServer | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.port = 0
+        self.in_flight = 0
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.max_in_flight = 0
 
     @property
     def url(self) -> str:
@@ -121,10 +124,18 @@ class ChatServer:
         async def close() -> None:
             if self._server is not None:
                 self._server.close()
+                await self._server.wait_closed()
+            for writer in list(self._writers):
+                writer.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        self._loop.close()
 
     def _next(self, body: Any) -> Reply:
         with self._lock:
@@ -132,6 +143,7 @@ class ChatServer:
         return scripted(body) if callable(scripted) else scripted
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
         try:
             while True:
                 request_line = await reader.readline()
@@ -146,10 +158,16 @@ class ChatServer:
                 body = json.loads(raw) if raw else None
                 with self._lock:
                     self.seen.append(Seen(path=path, body=body, at=time.monotonic()))
+                    self.in_flight += 1
+                    self.max_in_flight = max(self.max_in_flight, self.in_flight)
                 reply = self._next(body) if path.endswith("/chat/completions") else Reply(
                     status=404, body={"error": {"message": f"no route {path}"}})
-                if reply.delay:
-                    await asyncio.sleep(reply.delay)
+                try:
+                    if reply.delay:
+                        await asyncio.sleep(reply.delay)
+                finally:
+                    with self._lock:
+                        self.in_flight -= 1
                 payload = (reply.body if isinstance(reply.body, bytes)
                            else reply.body.encode() if isinstance(reply.body, str)
                            else json.dumps(reply.body).encode())
@@ -158,9 +176,10 @@ class ChatServer:
                 head += [f"{k}: {v}" for k, v in reply.headers.items()]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
                 await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
         finally:
+            self._writers.discard(writer)
             writer.close()
 
 

@@ -1,0 +1,329 @@
+"""The judge against a real HTTP server on 127.0.0.1, scripted per test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge import CaseResult
+from judge._client import JudgeEndpointError
+from judge._grade import Judge
+from judge._retry import RetryPolicy
+from tests.chat_server import ChatServer, Reply, answer, completion, requested_schema
+from tests.helpers import call, case
+
+KEY = "sk-test-secret-4242"
+PARIS = case([call("get_weather", {"city": "Paris"})],
+             [{"name": "get_weather", "arguments": {"city": "Paris"}}]) | {"id": "paris"}
+NO_CALL = case([]) | {"id": "no-call", "response": {"content": "Hello!", "tool_calls": []}}
+TWO_CALLS = case([call("get_weather", {"city": "Paris"}), call("get_time", {})]) | {"id": "two"}
+FAST = RetryPolicy(attempts=4, base_seconds=0.01, total_seconds=20, max_wait_seconds=2)
+
+
+def make_judge(server: ChatServer, tmp_path: Path, **options: Any) -> Judge:
+    settings: dict[str, Any] = {"base_url": server.url, "model": "judge-test", "api_key": KEY,
+                                "cache_dir": tmp_path / "cache", "retry": FAST, "timeout": 5}
+    return Judge(**(settings | options))
+
+
+def run(judge: Judge, cases: Any) -> list[CaseResult]:
+    async def go() -> list[CaseResult]:
+        async with judge:
+            return list(await judge.grade(cases))
+
+    return asyncio.run(go())
+
+
+def only(server: ChatServer, tmp_path: Path, data: dict[str, Any], **options: Any
+         ) -> CaseResult:
+    [result] = run(make_judge(server, tmp_path, **options), [data])
+    return result
+
+
+def bad(content: str | None, **kw: Any) -> Reply:
+    return Reply(body=completion(content, **kw))
+
+
+def test_valid_verdicts_with_provenance(server: ChatServer, tmp_path: Path) -> None:
+    result = only(server, tmp_path, TWO_CALLS)
+    assert result.judge is not None
+    judged = result.judge
+    assert judged.status == "ok"
+    assert judged.selection is not None and judged.selection.verdict == "correct"
+    assert [(a.call, a.verdict) for a in judged.arguments] == [(0, "correct"), (1, "correct")]
+    assert judged.provenance is not None
+    assert (judged.provenance.model, judged.provenance.temperature, judged.provenance.seed) == (
+        "judge-test", 0.0, 7)
+    assert [r.name for r in judged.provenance.rubrics] == ["selection", "arguments"]
+    assert judged.usage.requests == 2  # one per dimension, both calls in one request
+    body = server.chat_requests[-1].body
+    assert "max_tokens" not in body and "max_completion_tokens" not in body
+    assert (body["temperature"], body["seed"]) == (0.0, 7)
+    assert body["response_format"]["json_schema"]["strict"] is True
+    verdicts = requested_schema(body)["properties"]["verdicts"]
+    assert (verdicts["minItems"], verdicts["maxItems"]) == (2, 2)
+
+
+def test_no_key_in_any_output_or_cache(server: ChatServer, tmp_path: Path) -> None:
+    result = only(server, tmp_path, PARIS)
+    assert KEY not in json.dumps(result.to_json_dict())
+    for path in (tmp_path / "cache").iterdir():
+        assert KEY.encode() not in path.read_bytes()
+
+
+def test_selection_is_judged_even_without_calls(server: ChatServer, tmp_path: Path) -> None:
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.selection is not None
+    assert result.judge.arguments == ()
+    assert len(server.chat_requests) == 1
+
+
+def test_agreement_with_deterministic_checks(server: ChatServer, tmp_path: Path) -> None:
+    server.default = lambda body: answer(body, "incorrect")
+    result = only(server, tmp_path, PARIS)
+    assert result.passed is True
+    assert result.judge is not None
+    assert (result.judge.agreement.selection, result.judge.agreement.arguments) == (False, False)
+
+
+def test_retry_after_is_honoured(server: ChatServer, tmp_path: Path) -> None:
+    server.push(Reply(status=429, body={"error": {"message": "slow down"}},
+                      headers={"Retry-After": "0.6"}))
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "ok"
+    first, second = server.chat_requests
+    assert second.at - first.at >= 0.55
+
+
+def test_exhausted_quota_is_not_retried_and_stops_the_run(server: ChatServer,
+                                                            tmp_path: Path) -> None:
+    server.push(Reply(status=429, body={"error": {"message": "You exceeded your current quota",
+                                                  "code": "insufficient_quota"}}))
+    with pytest.raises(JudgeEndpointError, match="quota"):
+        only(server, tmp_path, NO_CALL)
+    assert len(server.chat_requests) == 1
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_server_errors_are_retried(server: ChatServer, tmp_path: Path, status: int) -> None:
+    server.push(*[Reply(status=status, body={"error": {"message": "boom"}})] * 2)
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "ok"
+    assert len(server.chat_requests) == 3
+
+
+def test_retries_are_bounded_then_judge_error(server: ChatServer, tmp_path: Path) -> None:
+    server.default = lambda body: Reply(status=500, body={"error": {"message": "down"}})
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None
+    assert result.judge.status == "judge_error"
+    assert "retries exhausted" in (result.judge.error or "")
+    assert len(server.chat_requests) == FAST.attempts
+
+
+def test_bad_request_is_not_retried(server: ChatServer, tmp_path: Path) -> None:
+    server.push(Reply(status=400, body={"error": {"message": "context too long"}}))
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "judge_error"
+    assert "context too long" in (result.judge.error or "")
+    assert len(server.chat_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [
+        pytest.param(401, "API key", id="auth"),
+        pytest.param(403, "access", id="permission"),
+        pytest.param(404, "--model", id="unknown-model"),
+    ],
+)
+def test_endpoint_refusals_stop_the_run_without_retrying(server: ChatServer, tmp_path: Path,
+                                                           status: int, says: str) -> None:
+    server.default = lambda body: Reply(status=status, body={"error": {"message": "no"}})
+    with pytest.raises(JudgeEndpointError, match=says):
+        only(server, tmp_path, NO_CALL)
+    assert len(server.chat_requests) == 1
+
+
+def test_slow_reply_past_the_timeout_is_retried(server: ChatServer, tmp_path: Path) -> None:
+    server.push(lambda body: Reply(body=answer(body).body, delay=2.0))
+    result = only(server, tmp_path, NO_CALL, timeout=0.5)
+    assert result.judge is not None and result.judge.status == "ok"
+    assert len(server.chat_requests) == 2
+
+
+def test_malformed_http_body_is_a_judge_error(server: ChatServer, tmp_path: Path) -> None:
+    server.push(Reply(body="{not json"))
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "judge_error"
+    assert "unreadable reply" in (result.judge.error or "")
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(bad("this is not JSON"), id="unparseable-content"),
+        pytest.param(bad('{"reasoning": "x", "verdict": "maybe", "category": "right_call"}'),
+                     id="off-schema-label"),
+        pytest.param(bad(""), id="empty-content"),
+        pytest.param(bad(None), id="null-content"),
+        pytest.param(bad('{"reasoning": "x", "verd', finish_reason="length"), id="truncated"),
+        pytest.param(bad('{"reasoning": "x", "verdict": "correct", "category": "right_call"}',
+                         finish_reason="length"), id="length-even-if-parseable"),
+    ],
+)
+def test_bad_reply_is_reasked_in_the_same_conversation(server: ChatServer, tmp_path: Path,
+                                                       first: Reply) -> None:
+    server.push(first)
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "ok"
+    retry = server.chat_requests[1].body["messages"]
+    assert retry[:2] == server.chat_requests[0].body["messages"]
+    assert retry[2]["role"] == "assistant"
+    assert retry[3]["role"] == "user" and "cannot be used" in retry[3]["content"]
+
+
+def test_three_bad_replies_are_a_judge_error_with_the_raw_reply(server: ChatServer,
+                                                                tmp_path: Path) -> None:
+    server.default = lambda body: bad("nope, not JSON")
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None
+    assert result.judge.status == "judge_error"
+    assert result.judge.raw == "nope, not JSON"
+    assert result.judge.selection is None
+    assert len(server.chat_requests) == 3  # asked, then re-asked twice
+
+
+def test_refusal_is_a_judge_error_at_once(server: ChatServer, tmp_path: Path) -> None:
+    server.push(bad(None, refusal="I can't help with that."))
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "judge_error"
+    assert result.judge.raw == "I can't help with that."
+    assert len(server.chat_requests) == 1
+
+
+def test_wrong_number_of_argument_verdicts_is_reasked(server: ChatServer,
+                                                      tmp_path: Path) -> None:
+    one = {"verdicts": [{"call": 0, "reasoning": "ok", "verdict": "correct", "problems": []}]}
+    server.push(lambda body: answer(body), bad(json.dumps(one)))  # selection, then arguments
+    result = only(server, tmp_path, TWO_CALLS)
+    assert result.judge is not None and result.judge.status == "ok"
+    assert len(result.judge.arguments) == 2
+    assert len(server.chat_requests) == 3
+
+
+def test_cache_turns_a_rerun_into_zero_requests(server: ChatServer, tmp_path: Path) -> None:
+    cases = [PARIS, NO_CALL, TWO_CALLS]
+    first = run(make_judge(server, tmp_path), cases)
+    sent = len(server.chat_requests)
+    again = run(make_judge(server, tmp_path), cases)
+    assert len(server.chat_requests) == sent
+    assert [r.judge.selection for r in again if r.judge] == [
+        r.judge.selection for r in first if r.judge]
+    assert all(r.judge is not None and r.judge.usage.requests == 0 for r in again)
+    run(make_judge(server, tmp_path, cache=False), cases)
+    assert len(server.chat_requests) == 2 * sent  # --no-cache asks again
+
+
+def test_judge_errors_are_not_cached(server: ChatServer, tmp_path: Path) -> None:
+    server.push(Reply(status=400, body={"error": {"message": "nope"}}))
+    assert only(server, tmp_path, NO_CALL).judge.status == "judge_error"  # type: ignore[union-attr]
+    assert only(server, tmp_path, NO_CALL).judge.status == "ok"  # type: ignore[union-attr]
+    assert len(server.chat_requests) == 2
+
+
+def test_a_changed_setting_misses_the_cache(server: ChatServer, tmp_path: Path) -> None:
+    only(server, tmp_path, NO_CALL)
+    only(server, tmp_path, NO_CALL, temperature=0.5)
+    only(server, tmp_path, NO_CALL, seed=8)
+    assert len(server.chat_requests) == 3
+
+
+def test_unknown_tool_makes_selection_incorrect_without_asking(server: ChatServer,
+                                                               tmp_path: Path) -> None:
+    data = case([call("get_wether", {"city": "Paris"})]) | {"id": "typo"}
+    result = only(server, tmp_path, data)
+    assert result.judge is not None and result.judge.selection is not None
+    assert (result.judge.selection.verdict, result.judge.selection.category,
+            result.judge.selection.source) == ("incorrect", "unknown_tool", "derived")
+    assert server.chat_requests == []  # the only call is broken: nothing left to ask
+    only(server, tmp_path, data, judge_broken=True)
+    assert len(server.chat_requests) == 2
+
+
+def test_structurally_broken_call_gets_a_derived_argument_verdict(server: ChatServer,
+                                                                  tmp_path: Path) -> None:
+    data = case([call("get_weather", "{'city': 'Paris'}"), call("get_time", {})]) | {"id": "b"}
+    result = only(server, tmp_path, data)
+    assert result.judge is not None
+    derived, asked = result.judge.arguments
+    assert (derived.call, derived.verdict, derived.source, derived.problems) == (
+        0, "incorrect", "derived", ("invalid_json",))
+    assert (asked.call, asked.source) == (1, "judge")
+    arguments_request = server.chat_requests[1].body
+    verdicts = requested_schema(arguments_request)["properties"]["verdicts"]
+    assert verdicts["items"]["properties"]["call"]["enum"] == [1]
+
+
+def test_samples_report_majority_and_flip_rate(server: ChatServer, tmp_path: Path) -> None:
+    labels = iter(["correct", "incorrect", "correct"])
+    server.default = lambda body: answer(body, next(labels))
+    result = only(server, tmp_path, NO_CALL, samples=3)
+    assert result.judge is not None and result.judge.selection is not None
+    assert result.judge.selection.verdict == "correct"
+    assert result.judge.flip_rate == pytest.approx(1 / 3)
+    assert [r.body["seed"] for r in server.chat_requests] == [7, 8, 9]
+
+
+def test_auto_format_steps_down_when_json_schema_is_refused(server: ChatServer,
+                                                            tmp_path: Path) -> None:
+    def picky(body: dict[str, Any]) -> Reply:
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return Reply(status=400, body={"error": {
+                "message": "response_format json_schema is not supported"}})
+        return answer(body)
+
+    server.default = picky
+    results = run(make_judge(server, tmp_path, concurrency=1), [NO_CALL, PARIS])
+    assert all(r.judge is not None and r.judge.status == "ok" for r in results)
+    assert results[-1].judge is not None and results[-1].judge.provenance is not None
+    assert results[-1].judge.provenance.response_format == "json_object"
+    modes = [r.body["response_format"]["type"] for r in server.chat_requests]
+    assert modes[0] == "json_schema" and modes.count("json_schema") == 1  # learnt once
+
+
+def test_forced_tool_call_mode(server: ChatServer, tmp_path: Path) -> None:
+    result = only(server, tmp_path, PARIS, response_format="tool")
+    assert result.judge is not None and result.judge.status == "ok"
+    body = server.chat_requests[0].body
+    assert body["tool_choice"]["function"]["name"] == "submit_verdict"
+    assert "response_format" not in body
+
+
+def test_concurrency_is_bounded_and_nothing_is_lost(server: ChatServer,
+                                                    tmp_path: Path) -> None:
+    faults = iter([Reply(status=500, body={}), bad("garbage"), None, None] * 30)
+
+    def flaky(body: dict[str, Any]) -> Reply:
+        fault = next(faults, None)
+        reply = fault if fault is not None else answer(body)
+        reply.delay = 0.02
+        return reply
+
+    server.default = flaky
+    cases = [PARIS | {"id": f"c{i}"} for i in range(40)]
+    results = run(make_judge(server, tmp_path, concurrency=4), cases)
+    assert [r.id for r in results] == [f"c{i}" for i in range(40)]
+    assert all(r.judge is not None and r.judge.status in ("ok", "judge_error") for r in results)
+    assert server.max_in_flight <= 4
+
+
+def test_a_case_without_response_is_skipped(server: ChatServer, tmp_path: Path) -> None:
+    data = {"id": "todo", "messages": [{"role": "user", "content": "hi"}]}
+    result = only(server, tmp_path, data)
+    assert result.judge is not None and result.judge.status == "skipped"
+    assert server.chat_requests == []
