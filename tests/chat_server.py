@@ -38,19 +38,36 @@ class Seen:
     at: float
 
 
-def completion(content: str | None = None, *, finish_reason: str = "stop",
-               refusal: str | None = None, tool_arguments: str | None = None,
-               prompt_tokens: int = 100, completion_tokens: int = 20) -> dict[str, Any]:
+def completion(
+    content: str | None = None,
+    *,
+    finish_reason: str = "stop",
+    refusal: str | None = None,
+    tool_arguments: str | None = None,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+) -> dict[str, Any]:
     """A chat-completion body."""
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
     if tool_arguments is not None:
-        message["tool_calls"] = [{"id": "call_v", "type": "function", "function": {
-            "name": "submit_verdict", "arguments": tool_arguments}}]
+        message["tool_calls"] = [
+            {
+                "id": "call_v",
+                "type": "function",
+                "function": {"name": "submit_verdict", "arguments": tool_arguments},
+            }
+        ]
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "judge-test",
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "judge-test",
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -62,7 +79,7 @@ def requested_schema(body: dict[str, Any]) -> dict[str, Any]:
     if body.get("tools"):
         return dict(body["tools"][0]["function"]["parameters"])
     text = body["messages"][0]["content"]
-    return dict(json.loads(text[text.index("JSON Schema:\n") + len("JSON Schema:\n"):]))
+    return dict(json.loads(text[text.index("JSON Schema:\n") + len("JSON Schema:\n") :]))
 
 
 def verdict_for(body: dict[str, Any], label: str = "correct") -> dict[str, Any]:
@@ -70,8 +87,11 @@ def verdict_for(body: dict[str, Any], label: str = "correct") -> dict[str, Any]:
     schema = requested_schema(body)
     if "verdicts" in schema["properties"]:
         calls = schema["properties"]["verdicts"]["items"]["properties"]["call"]["enum"]
-        return {"verdicts": [{"call": c, "reasoning": "fine", "verdict": label, "problems": []}
-                             for c in calls]}
+        return {
+            "verdicts": [
+                {"call": c, "reasoning": "fine", "verdict": label, "problems": []} for c in calls
+            ]
+        }
     category = "right_call" if label == "correct" else "wrong_tool"
     return {"reasoning": "fine", "verdict": label, "category": category}
 
@@ -115,7 +135,8 @@ class ChatServer:
     def start(self) -> ChatServer:
         self._thread.start()
         future = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop)
+            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+        )
         self._server = future.result(timeout=10)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -160,19 +181,29 @@ class ChatServer:
                     self.seen.append(Seen(path=path, body=body, at=time.monotonic()))
                     self.in_flight += 1
                     self.max_in_flight = max(self.max_in_flight, self.in_flight)
-                reply = self._next(body) if path.endswith("/chat/completions") else Reply(
-                    status=404, body={"error": {"message": f"no route {path}"}})
+                reply = (
+                    self._next(body)
+                    if path.endswith("/chat/completions")
+                    else Reply(status=404, body={"error": {"message": f"no route {path}"}})
+                )
                 try:
                     if reply.delay:
                         await asyncio.sleep(reply.delay)
                 finally:
                     with self._lock:
                         self.in_flight -= 1
-                payload = (reply.body if isinstance(reply.body, bytes)
-                           else reply.body.encode() if isinstance(reply.body, str)
-                           else json.dumps(reply.body).encode())
-                head = [f"HTTP/1.1 {reply.status} Scripted", "Content-Type: application/json",
-                        f"Content-Length: {len(payload)}"]
+                payload = (
+                    reply.body
+                    if isinstance(reply.body, bytes)
+                    else reply.body.encode()
+                    if isinstance(reply.body, str)
+                    else json.dumps(reply.body).encode()
+                )
+                head = [
+                    f"HTTP/1.1 {reply.status} Scripted",
+                    "Content-Type: application/json",
+                    f"Content-Length: {len(payload)}",
+                ]
                 head += [f"{k}: {v}" for k, v in reply.headers.items()]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
                 await writer.drain()

@@ -17,16 +17,24 @@ from tests.chat_server import ChatServer, Reply, answer, completion, requested_s
 from tests.helpers import call, case
 
 KEY = "sk-test-secret-4242"
-PARIS = case([call("get_weather", {"city": "Paris"})],
-             [{"name": "get_weather", "arguments": {"city": "Paris"}}]) | {"id": "paris"}
+PARIS = case(
+    [call("get_weather", {"city": "Paris"})],
+    [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+) | {"id": "paris"}
 NO_CALL = case([]) | {"id": "no-call", "response": {"content": "Hello!", "tool_calls": []}}
 TWO_CALLS = case([call("get_weather", {"city": "Paris"}), call("get_time", {})]) | {"id": "two"}
 FAST = RetryPolicy(attempts=4, base_seconds=0.01, total_seconds=20, max_wait_seconds=2)
 
 
 def make_judge(server: ChatServer, tmp_path: Path, **options: Any) -> Judge:
-    settings: dict[str, Any] = {"base_url": server.url, "model": "judge-test", "api_key": KEY,
-                                "cache_dir": tmp_path / "cache", "retry": FAST, "timeout": 5}
+    settings: dict[str, Any] = {
+        "base_url": server.url,
+        "model": "judge-test",
+        "api_key": KEY,
+        "cache_dir": tmp_path / "cache",
+        "retry": FAST,
+        "timeout": 5,
+    }
     return Judge(**(settings | options))
 
 
@@ -38,8 +46,7 @@ def run(judge: Judge, cases: Any) -> list[CaseResult]:
     return asyncio.run(go())
 
 
-def only(server: ChatServer, tmp_path: Path, data: dict[str, Any], **options: Any
-         ) -> CaseResult:
+def only(server: ChatServer, tmp_path: Path, data: dict[str, Any], **options: Any) -> CaseResult:
     [result] = run(make_judge(server, tmp_path, **options), [data])
     return result
 
@@ -57,7 +64,10 @@ def test_valid_verdicts_with_provenance(server: ChatServer, tmp_path: Path) -> N
     assert [(a.call, a.verdict) for a in judged.arguments] == [(0, "correct"), (1, "correct")]
     assert judged.provenance is not None
     assert (judged.provenance.model, judged.provenance.temperature, judged.provenance.seed) == (
-        "judge-test", 0.0, 7)
+        "judge-test",
+        0.0,
+        7,
+    )
     assert [r.name for r in judged.provenance.rubrics] == ["selection", "arguments"]
     assert judged.usage.requests == 2  # one per dimension, both calls in one request
     body = server.chat_requests[-1].body
@@ -91,18 +101,29 @@ def test_agreement_with_deterministic_checks(server: ChatServer, tmp_path: Path)
 
 
 def test_retry_after_is_honoured(server: ChatServer, tmp_path: Path) -> None:
-    server.push(Reply(status=429, body={"error": {"message": "slow down"}},
-                      headers={"Retry-After": "0.6"}))
+    server.push(
+        Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0.6"})
+    )
     result = only(server, tmp_path, NO_CALL)
     assert result.judge is not None and result.judge.status == "ok"
     first, second = server.chat_requests
     assert second.at - first.at >= 0.55
 
 
-def test_exhausted_quota_is_not_retried_and_stops_the_run(server: ChatServer,
-                                                            tmp_path: Path) -> None:
-    server.push(Reply(status=429, body={"error": {"message": "You exceeded your current quota",
-                                                  "code": "insufficient_quota"}}))
+def test_exhausted_quota_is_not_retried_and_stops_the_run(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    server.push(
+        Reply(
+            status=429,
+            body={
+                "error": {
+                    "message": "You exceeded your current quota",
+                    "code": "insufficient_quota",
+                }
+            },
+        )
+    )
     with pytest.raises(JudgeEndpointError, match="quota"):
         only(server, tmp_path, NO_CALL)
     assert len(server.chat_requests) == 1
@@ -141,8 +162,9 @@ def test_bad_request_is_not_retried(server: ChatServer, tmp_path: Path) -> None:
         pytest.param(404, "--model", id="unknown-model"),
     ],
 )
-def test_endpoint_refusals_stop_the_run_without_retrying(server: ChatServer, tmp_path: Path,
-                                                           status: int, says: str) -> None:
+def test_endpoint_refusals_stop_the_run_without_retrying(
+    server: ChatServer, tmp_path: Path, status: int, says: str
+) -> None:
     server.default = lambda body: Reply(status=status, body={"error": {"message": "no"}})
     with pytest.raises(JudgeEndpointError, match=says):
         only(server, tmp_path, NO_CALL)
@@ -167,17 +189,25 @@ def test_malformed_http_body_is_a_judge_error(server: ChatServer, tmp_path: Path
     "first",
     [
         pytest.param(bad("this is not JSON"), id="unparseable-content"),
-        pytest.param(bad('{"reasoning": "x", "verdict": "maybe", "category": "right_call"}'),
-                     id="off-schema-label"),
+        pytest.param(
+            bad('{"reasoning": "x", "verdict": "maybe", "category": "right_call"}'),
+            id="off-schema-label",
+        ),
         pytest.param(bad(""), id="empty-content"),
         pytest.param(bad(None), id="null-content"),
         pytest.param(bad('{"reasoning": "x", "verd', finish_reason="length"), id="truncated"),
-        pytest.param(bad('{"reasoning": "x", "verdict": "correct", "category": "right_call"}',
-                         finish_reason="length"), id="length-even-if-parseable"),
+        pytest.param(
+            bad(
+                '{"reasoning": "x", "verdict": "correct", "category": "right_call"}',
+                finish_reason="length",
+            ),
+            id="length-even-if-parseable",
+        ),
     ],
 )
-def test_bad_reply_is_reasked_in_the_same_conversation(server: ChatServer, tmp_path: Path,
-                                                       first: Reply) -> None:
+def test_bad_reply_is_reasked_in_the_same_conversation(
+    server: ChatServer, tmp_path: Path, first: Reply
+) -> None:
     server.push(first)
     result = only(server, tmp_path, NO_CALL)
     assert result.judge is not None and result.judge.status == "ok"
@@ -187,8 +217,9 @@ def test_bad_reply_is_reasked_in_the_same_conversation(server: ChatServer, tmp_p
     assert retry[3]["role"] == "user" and "cannot be used" in retry[3]["content"]
 
 
-def test_three_bad_replies_are_a_judge_error_with_the_raw_reply(server: ChatServer,
-                                                                tmp_path: Path) -> None:
+def test_three_bad_replies_are_a_judge_error_with_the_raw_reply(
+    server: ChatServer, tmp_path: Path
+) -> None:
     server.default = lambda body: bad("nope, not JSON")
     result = only(server, tmp_path, NO_CALL)
     assert result.judge is not None
@@ -206,8 +237,7 @@ def test_refusal_is_a_judge_error_at_once(server: ChatServer, tmp_path: Path) ->
     assert len(server.chat_requests) == 1
 
 
-def test_wrong_number_of_argument_verdicts_is_reasked(server: ChatServer,
-                                                      tmp_path: Path) -> None:
+def test_wrong_number_of_argument_verdicts_is_reasked(server: ChatServer, tmp_path: Path) -> None:
     one = {"verdicts": [{"call": 0, "reasoning": "ok", "verdict": "correct", "problems": []}]}
     server.push(lambda body: answer(body), bad(json.dumps(one)))  # selection, then arguments
     result = only(server, tmp_path, TWO_CALLS)
@@ -223,7 +253,8 @@ def test_cache_turns_a_rerun_into_zero_requests(server: ChatServer, tmp_path: Pa
     again = run(make_judge(server, tmp_path), cases)
     assert len(server.chat_requests) == sent
     assert [r.judge.selection for r in again if r.judge] == [
-        r.judge.selection for r in first if r.judge]
+        r.judge.selection for r in first if r.judge
+    ]
     assert all(r.judge is not None and r.judge.usage.requests == 0 for r in again)
     run(make_judge(server, tmp_path, cache=False), cases)
     assert len(server.chat_requests) == 2 * sent  # --no-cache asks again
@@ -243,26 +274,35 @@ def test_a_changed_setting_misses_the_cache(server: ChatServer, tmp_path: Path) 
     assert len(server.chat_requests) == 3
 
 
-def test_unknown_tool_makes_selection_incorrect_without_asking(server: ChatServer,
-                                                               tmp_path: Path) -> None:
+def test_unknown_tool_makes_selection_incorrect_without_asking(
+    server: ChatServer, tmp_path: Path
+) -> None:
     data = case([call("get_wether", {"city": "Paris"})]) | {"id": "typo"}
     result = only(server, tmp_path, data)
     assert result.judge is not None and result.judge.selection is not None
-    assert (result.judge.selection.verdict, result.judge.selection.category,
-            result.judge.selection.source) == ("incorrect", "unknown_tool", "derived")
+    assert (
+        result.judge.selection.verdict,
+        result.judge.selection.category,
+        result.judge.selection.source,
+    ) == ("incorrect", "unknown_tool", "derived")
     assert server.chat_requests == []  # the only call is broken: nothing left to ask
     only(server, tmp_path, data, judge_broken=True)
     assert len(server.chat_requests) == 2
 
 
-def test_structurally_broken_call_gets_a_derived_argument_verdict(server: ChatServer,
-                                                                  tmp_path: Path) -> None:
+def test_structurally_broken_call_gets_a_derived_argument_verdict(
+    server: ChatServer, tmp_path: Path
+) -> None:
     data = case([call("get_weather", "{'city': 'Paris'}"), call("get_time", {})]) | {"id": "b"}
     result = only(server, tmp_path, data)
     assert result.judge is not None
     derived, asked = result.judge.arguments
     assert (derived.call, derived.verdict, derived.source, derived.problems) == (
-        0, "incorrect", "derived", ("invalid_json",))
+        0,
+        "incorrect",
+        "derived",
+        ("invalid_json",),
+    )
     assert (asked.call, asked.source) == (1, "judge")
     arguments_request = server.chat_requests[1].body
     verdicts = requested_schema(arguments_request)["properties"]["verdicts"]
@@ -279,12 +319,15 @@ def test_samples_report_majority_and_flip_rate(server: ChatServer, tmp_path: Pat
     assert [r.body["seed"] for r in server.chat_requests] == [7, 8, 9]
 
 
-def test_auto_format_steps_down_when_json_schema_is_refused(server: ChatServer,
-                                                            tmp_path: Path) -> None:
+def test_auto_format_steps_down_when_json_schema_is_refused(
+    server: ChatServer, tmp_path: Path
+) -> None:
     def picky(body: dict[str, Any]) -> Reply:
         if body.get("response_format", {}).get("type") == "json_schema":
-            return Reply(status=400, body={"error": {
-                "message": "response_format json_schema is not supported"}})
+            return Reply(
+                status=400,
+                body={"error": {"message": "response_format json_schema is not supported"}},
+            )
         return answer(body)
 
     server.default = picky
@@ -304,8 +347,7 @@ def test_forced_tool_call_mode(server: ChatServer, tmp_path: Path) -> None:
     assert "response_format" not in body
 
 
-def test_concurrency_is_bounded_and_nothing_is_lost(server: ChatServer,
-                                                    tmp_path: Path) -> None:
+def test_concurrency_is_bounded_and_nothing_is_lost(server: ChatServer, tmp_path: Path) -> None:
     faults = iter([Reply(status=500, body={}), bad("garbage"), None, None] * 30)
 
     def flaky(body: dict[str, Any]) -> Reply:
