@@ -24,7 +24,10 @@ INJECTION = case(
         }
     ],
 ) | {"id": "inject"}
-HEADER = '+++\nname = "x"\nversion = "1"\ndimension = "selection"\nlabels = ["correct", "incorrect"]\n+++\n'
+HEADER = (
+    '+++\nname = "x"\nversion = "1"\ndimension = "selection"\n'
+    'labels = ["correct", "incorrect"]\n+++\n'
+)
 BLOCKS = "{% block system %}s{% endblock %}{% block user %}{{ tool_names }}{% endblock %}"
 
 
