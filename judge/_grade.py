@@ -25,6 +25,7 @@ from judge._client import (
     resolve_endpoint,
 )
 from judge._errors import CaseError, JudgeError
+from judge._grounding import ungrounded_values
 from judge._loading import iter_cases
 from judge._prompt import rubric_variables
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
@@ -283,7 +284,7 @@ class Judge:
 
     async def grade_case(self, case: Case) -> CaseResult:
         """Check a case deterministically, then judge it."""
-        checked = check_case(case, schemas=self._schemas)
+        checked = self.check(case)
         if case.response is None:
             outcome = JudgeOutcome(
                 status="skipped",
@@ -324,6 +325,11 @@ class Judge:
         )
         outcome = outcome.model_copy(update={"agreement": _agreement(checked, outcome)})
         return checked.model_copy(update={"judge": outcome})
+
+    def check(self, case: Case) -> CaseResult:
+        """The deterministic result, with the grounding evidence the judge is shown."""
+        checked = check_case(case, schemas=self._schemas)
+        return checked.model_copy(update={"ungrounded_values": ungrounded_values(case)})
 
     def questions(
         self, case: Case, checked: CaseResult
@@ -387,8 +393,7 @@ class Judge:
             if not isinstance(item, Case) or item.response is None:
                 continue
             plan.cases += 1
-            checked = check_case(item, schemas=self._schemas)
-            for question in self.questions(item, checked)[2]:
+            for question in self.questions(item, self.check(item))[2]:
                 for sample in range(self.samples):
                     if self._cache and await self._cache.get(self._key(question, sample)):
                         plan.cached += 1

@@ -54,5 +54,5 @@ def rubric_variables(case: Case, checked: CaseResult) -> dict[str, Any]:
             for f in checked.failures
             if f.kind in STRUCTURAL
         ],
-        "ungrounded": [],
+        "ungrounded": [u.model_dump() for u in checked.ungrounded_values or ()],
     }

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from judge._grounding import UngroundedValue
 from judge._verdict import JudgeOutcome
 
 if TYPE_CHECKING:
@@ -72,6 +73,9 @@ class CaseResult(BaseModel):
     failures: tuple[Failure, ...] = ()
     judge: JudgeOutcome | None = None
     """The LLM judge's verdicts (`judge grade`); absent from `judge check` results."""
+    ungrounded_values: tuple[UngroundedValue, ...] | None = None
+    """Argument values the conversation never mentions (`judge grade`): evidence, not a
+    failure."""
 
     def to_json_dict(self) -> dict[str, Any]:
         """The result as plain JSON data (the JSON Lines format), built without validation."""
@@ -86,6 +90,8 @@ class CaseResult(BaseModel):
                 for f in self.failures
             ],
         }
+        if self.ungrounded_values is not None:
+            data["ungrounded_values"] = [u.model_dump() for u in self.ungrounded_values]
         if self.judge is not None:
             data["judge"] = self.judge.model_dump(mode="json")
         return data

@@ -13,7 +13,7 @@ from typing import IO, Any
 import click
 import orjson
 
-from judge._check import check_case, iter_check
+from judge._check import iter_check
 from judge._client import JudgeEndpointError
 from judge._errors import InputError, JudgeError
 from judge._grade import DEFAULT_SEED, Judge, Plan
@@ -367,7 +367,7 @@ def rubric_show(
         click.echo(f"judge rubric show: no case {case_id!r} in {case_file}", err=True)
         sys.exit(EXIT_UNREADABLE)
     judge = Judge(rubrics=found, judge_broken=judge_broken, cache=False, model="local")
-    _, _, questions = judge.questions(case, check_case(case))
+    _, _, questions = judge.questions(case, judge.check(case))
     chosen = [q for q in questions if q.rubric is rubric]
     if not chosen:
         click.echo(

@@ -1,0 +1,89 @@
+"""Grounding: which argument values appear nowhere in the conversation.
+
+Evidence for the judge (and for people), never a failure by itself: a value the user never
+said may be invented, or may be a sensible default.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from judge._case import Case
+from judge._structure import parse_arguments, pointer
+
+_SPACES = re.compile(r"\s+")
+_GROUNDING_ROLES = ("user", "tool")
+
+
+class UngroundedValue(BaseModel):
+    """An argument value (string or number) not found in the user and tool messages."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: int
+    path: str
+    """JSON pointer into the call's arguments."""
+    value: str | int | float
+
+
+def ungrounded_values(case: Case) -> tuple[UngroundedValue, ...]:
+    """The string and number argument values of every call that the conversation never
+    mentions (compared case-, space- and Unicode-insensitively)."""
+    text = _normalise(
+        " ".join(_message_text(m) for m in case.messages if m.get("role") in _GROUNDING_ROLES)
+    )
+    found = []
+    for index, call in enumerate(case.tool_calls):
+        arguments, _ = parse_arguments(call.arguments)
+        if arguments is None:
+            continue
+        for path, value in _leaves(arguments, ()):
+            if not _mentioned(value, text):
+                found.append(UngroundedValue(call=index, path=pointer(path), value=value))
+    return tuple(found)
+
+
+def _leaves(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            yield from _leaves(item, (*path, position))
+    elif (
+        isinstance(value, str)
+        and value.strip()
+        or isinstance(value, int | float)
+        and not isinstance(value, bool)
+    ):
+        yield path, value
+
+
+def _mentioned(value: str | int | float, text: str) -> bool:
+    if isinstance(value, str):
+        return _normalise(value) in text
+    forms = {repr(value)}
+    if isinstance(value, float) and value.is_integer():
+        forms.add(str(int(value)))
+    # A number counts only as a whole token: 5 is not in "15".
+    return any(re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", text) for form in forms)
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    return "" if content is None else str(content)
+
+
+def _normalise(text: str) -> str:
+    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).casefold().strip()
