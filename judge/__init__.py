@@ -8,13 +8,29 @@ frame = results.to_pandas()
 from judge._calls import Response, ToolCall
 from judge._case import Case, ExpectedCall, Labels, Tool
 from judge._check import check, check_case, iter_check
+from judge._client import JudgeEndpointError
 from judge._errors import CaseError, InputError, JudgeError
+from judge._grade import Judge, ReplyError, grade
+from judge._grounding import UngroundedValue
 from judge._loading import LoadedCases, iter_cases, load_cases
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
+from judge._retry import RetryPolicy
+from judge._rubric import Rubric, RubricError, RubricSet, load_rubrics
 from judge._values import ArgumentRule, Rules, json_equal
+from judge._verdict import (
+    Agreement,
+    ArgumentVerdict,
+    JudgeOutcome,
+    Provenance,
+    RubricRef,
+    SelectionVerdict,
+    Usage,
+)
 
 __all__ = [
+    "Agreement",
     "ArgumentRule",
+    "ArgumentVerdict",
     "Case",
     "CaseError",
     "CaseResult",
@@ -23,17 +39,32 @@ __all__ = [
     "Failure",
     "FailureKind",
     "InputError",
+    "Judge",
+    "JudgeEndpointError",
     "JudgeError",
+    "JudgeOutcome",
     "Labels",
     "LoadedCases",
+    "Provenance",
+    "ReplyError",
     "Response",
+    "RetryPolicy",
+    "Rubric",
+    "RubricError",
+    "RubricRef",
+    "RubricSet",
     "Rules",
+    "SelectionVerdict",
     "Tool",
     "ToolCall",
+    "UngroundedValue",
+    "Usage",
     "check",
     "check_case",
+    "grade",
     "iter_cases",
     "iter_check",
     "json_equal",
     "load_cases",
+    "load_rubrics",
 ]

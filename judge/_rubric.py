@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, meta
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -99,6 +99,8 @@ class Rubric:
     path: str
     sha256: str
     source: str
+    template: Template = field(repr=False, compare=False)
+    """Compiled once, when the rubric is loaded."""
 
     @property
     def ref(self) -> RubricRef:
@@ -106,10 +108,9 @@ class Rubric:
 
     def render(self, variables: dict[str, Any]) -> list[dict[str, str]]:
         """The chat messages for these variables: a system and a user message."""
-        template = _ENV.from_string(self.source)
-        context = template.new_context(variables)
+        context = self.template.new_context(variables)
         return [
-            {"role": role, "content": "".join(template.blocks[role](context)).strip()}
+            {"role": role, "content": "".join(self.template.blocks[role](context)).strip()}
             for role in ("system", "user")
         ]
 
@@ -201,6 +202,7 @@ def load_rubric(path: str | Path) -> Rubric:
         path=str(path),
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         source=body,
+        template=template,
     )
 
 

@@ -383,6 +383,41 @@ def rubric_show(
         click.echo(json.dumps(question.schema, indent=2))
 
 
+@main.group("local")
+def local_group() -> None:
+    """The embedded default judge (no key, no network)."""
+
+
+@local_group.command("status")
+@click.option("--start", is_flag=True, help="Also start the server, to check that it runs.")
+def local_status(start: bool) -> None:
+    """Show the model path, its hash check, and whether the server runs."""
+    from judge import _local
+
+    if start:
+        try:
+            _local.local_endpoint()
+        except JudgeError as exc:
+            click.echo(f"judge local status: {exc}", err=True)
+    for key, value in _local.status().items():
+        click.echo(f"{key}: {value}")
+    if start:
+        _local.stop_local_server()
+
+
+@local_group.command("setup")
+def local_setup() -> None:
+    """Assemble and check the model file now (otherwise done on first use)."""
+    from judge import _local
+
+    try:
+        path = _local.assemble_model()
+    except JudgeError as exc:
+        click.echo(f"judge local setup: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    click.echo(f"model ready: {path} (sha256 {_local.MODEL_SHA256})")
+
+
 def _report_invalid(result: CaseResult) -> None:
     for failure in result.failures:
         if failure.kind.value == "InvalidCase":

