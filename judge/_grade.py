@@ -155,6 +155,8 @@ class Judge:
         self._client: ChatClient | None = None
         self._client_lock = asyncio.Lock()
         self._schemas = SchemaCache()
+        self.trusted: bool | None = None
+        """Set from a calibration record: False when its gate was overridden."""
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -184,8 +186,12 @@ class Judge:
         )
 
     def fingerprint(self) -> dict[str, Any]:
-        """Everything about the judge that could change a verdict (no key, ever)."""
-        return self.provenance().model_dump(mode="json")
+        """Everything about the judge that could change a verdict (no key, ever): what a
+        calibration record is bound to. The structured-output choice is recorded as asked
+        (`auto` stays `auto`), so a run that steps down keeps its fingerprint."""
+        found = self.provenance().model_dump(mode="json")
+        found["response_format"] = self._format_choice
+        return found
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -322,6 +328,7 @@ class Judge:
             raw=error.raw if error else None,
             usage=tally.usage(),
             provenance=self.provenance(),
+            trusted=self.trusted,
         )
         outcome = outcome.model_copy(update={"agreement": _agreement(checked, outcome)})
         return checked.model_copy(update={"judge": outcome})
@@ -395,7 +402,9 @@ class Judge:
             plan.cases += 1
             for question in self.questions(item, self.check(item))[2]:
                 for sample in range(self.samples):
-                    if self._cache and await self._cache.get(self._key(question, sample)):
+                    if self._cache and await self._cache.get(
+                        self._key(question, sample, self._mode)
+                    ):
                         plan.cached += 1
                         continue
                     plan.requests += 1
@@ -404,10 +413,11 @@ class Judge:
                     plan.prompt_tokens += chars // 4 + len(orjson.dumps(question.schema)) // 4
         return plan
 
-    def _key(self, question: Question, sample: int) -> str:
+    def _key(self, question: Question, sample: int, mode: ResponseFormat) -> str:
+        judge = self.provenance().model_dump(mode="json") | {"response_format": mode}
         return cache_key(
             {
-                "judge": self.fingerprint(),
+                "judge": judge,
                 "messages": question.messages,
                 "schema": question.schema,
                 "sample": sample,
@@ -418,14 +428,14 @@ class Judge:
         """A validated answer to one question: from the cache, or asked (re-asked when the
         reply cannot be used, at most MAX_REASKS times)."""
         parse = _parser(question)
-        key = self._key(question, sample)
+        mode = self._mode
+        key = self._key(question, sample, mode)
         if self._cache is not None:
             hit = await self._cache.get(key)
             if hit is not None:
                 tally.cached += 1
                 return parse(hit)
         chat = await self._chat()
-        mode = self._mode
         conversation = list(question.messages)
         problem, raw = "no reply", None
         for _ in range(1 + MAX_REASKS):

@@ -8,16 +8,27 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import IO, Any
 
 import click
 import orjson
 
+from judge._calibration import (
+    CalibrationRecord,
+    GateRefusal,
+    build_record,
+    check_gate,
+    load_record,
+    write_jsonl,
+)
+from judge._calibration import disagreements as find_disagreements
 from judge._check import iter_check
 from judge._client import JudgeEndpointError
 from judge._errors import InputError, JudgeError
 from judge._grade import DEFAULT_SEED, Judge, Plan
 from judge._loading import load_cases
+from judge._report import render_report
 from judge._result import CaseResult
 from judge._resume import finished_results
 from judge._rubric import load_rubrics
@@ -212,6 +223,22 @@ def _make_judge(options: dict[str, Any]) -> Judge:
 )
 @_judge_options
 @click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False),
+    help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from the "
+    "calibrated one or whose kappa is under the record's threshold.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="With --calibration: the kappa's 95% interval lower bound must clear it.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --calibration: run anyway, every verdict marked trusted: false.",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
 )
 @click.option(
@@ -234,6 +261,9 @@ def _make_judge(options: dict[str, Any]) -> Judge:
 def grade_command(
     cases: tuple[str, ...],
     output: str | None,
+    calibration: str | None,
+    strict: bool,
+    force: bool,
     dry_run: bool,
     price_per_mtok: float | None,
     summary_format: str,
@@ -247,6 +277,8 @@ def grade_command(
     except JudgeError as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
+    if calibration is not None:
+        judge.trusted = _gate(judge, calibration, strict=strict, force=force)
     if dry_run:
         plan = asyncio.run(_plan(judge, cases))
         lines = [
@@ -278,6 +310,175 @@ def grade_command(
             shown = "no case judged" if rate is None else f"judge pass rate {rate:.1%}"
             click.echo(f"judge grade: {shown} is under --fail-under {fail_under:.1%}", err=True)
             sys.exit(EXIT_BELOW_THRESHOLD)
+
+
+def _gate(judge: Judge, path: str, *, strict: bool, force: bool) -> bool:
+    """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
+    try:
+        record = load_record(path)
+        check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
+    except GateRefusal as exc:
+        if not force:
+            click.echo(f"judge grade: refused: {exc}", err=True)
+            sys.exit(EXIT_GATE)
+        click.echo(f"judge grade: --force: running untrusted: {exc}", err=True)
+        return False
+    return True
+
+
+@main.command("calibrate")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False, allow_dash=False))
+@click.option(
+    "-o",
+    "--output",
+    default="calibration.json",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="The calibration record.",
+)
+@click.option(
+    "--min-kappa",
+    type=click.FloatRange(-1, 1),
+    default=0.6,
+    show_default=True,
+    help="Each dimension's kappa must reach this.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="The lower bound of the 95% interval must reach it, not just the kappa.",
+)
+@click.option(
+    "--results",
+    type=click.Path(dir_okay=False),
+    help="Per-case verdicts (default: <record stem>.results.jsonl beside it).",
+)
+@click.option(
+    "--disagreements",
+    type=click.Path(dir_okay=False),
+    help="Every disagreement (default: <record stem>.disagreements.jsonl).",
+)
+@click.option("--report", type=click.Path(dir_okay=False), help="Write an HTML report here.")
+@_judge_options
+@click.option(
+    "--format",
+    "summary_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+)
+def calibrate_command(
+    sample: str,
+    output: str,
+    min_kappa: float,
+    strict: bool,
+    results: str | None,
+    disagreements: str | None,
+    report: str | None,
+    summary_format: str,
+    **judge_options: Any,
+) -> None:
+    """Measure the judge against the hand labels of SAMPLE: Cohen's kappa per dimension."""
+    stem = Path(output).with_suffix("")
+    results = results or f"{stem}.results.jsonl"
+    disagreements = disagreements or f"{stem}.disagreements.jsonl"
+    try:
+        judge = _make_judge(judge_options)
+        loaded = load_cases(sample)
+    except (JudgeError, InputError) as exc:
+        click.echo(f"judge calibrate: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    for error in loaded.errors:
+        click.echo(f"judge calibrate: skipped {error}", err=True)
+    cases = list(loaded)
+    try:
+        graded = asyncio.run(_grade_all(judge, cases))
+    except JudgeEndpointError as exc:
+        click.echo(f"judge calibrate: {exc}", err=True)
+        sys.exit(EXIT_ENDPOINT)
+    record = build_record(
+        cases=cases,
+        results=graded,
+        fingerprint=judge.fingerprint(),
+        threshold=min_kappa,
+        strict=strict,
+        sample=sample,
+        results_path=results,
+        disagreements_path=disagreements,
+    )
+    rows = find_disagreements(cases, graded)
+    write_jsonl(results, (r.to_json_dict() for r in graded))
+    write_jsonl(disagreements, rows)
+    Path(output).write_text(record.model_dump_json(indent=2) + "\n")
+    if report:
+        Path(report).write_text(render_report(record, rows), encoding="utf-8")
+    if summary_format == "json":
+        click.echo(record.model_dump_json(indent=2))
+    else:
+        _print_calibration(record, len(rows), output)
+    sys.exit(0 if record.passed else EXIT_BELOW_THRESHOLD)
+
+
+async def _grade_all(judge: Judge, cases: list[Any]) -> list[CaseResult]:
+    async with judge:
+        return list(await judge.grade(cases))
+
+
+def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    def number(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    console = Console(highlight=False)
+    for title, stats in (
+        ("judge vs labels", record.dimensions),
+        ("deterministic checks vs labels", record.deterministic),
+    ):
+        if not stats:
+            continue
+        table = Table(title=title, title_justify="left")
+        for column in (
+            "dimension",
+            "n",
+            "kappa",
+            "95% CI",
+            "agreement",
+            "TPR",
+            "TNR",
+            "confusion [[cc, ci], [ic, ii]]",
+            "excluded",
+            "passed",
+        ):
+            table.add_column(column)
+        for name, dim in stats.items():
+            ci = "n/a" if dim.ci_low is None else f"[{dim.ci_low:.2f}, {dim.ci_high:.2f}]"
+            excluded = ", ".join(f"{k} {v}" for k, v in dim.excluded.items() if v) or "-"
+            passed = "-" if dim.passed is None else ("yes" if dim.passed else "NO")
+            table.add_row(
+                name,
+                str(dim.n),
+                number(dim.kappa),
+                ci,
+                number(dim.agreement),
+                number(dim.tpr),
+                number(dim.tnr),
+                str([list(r) for r in dim.confusion.matrix]),
+                excluded,
+                passed,
+            )
+        console.print(table)
+        for name, dim in stats.items():
+            if dim.degenerate or dim.note:
+                console.print(f"{name}: {dim.note or dim.degenerate}")
+    verdict = "PASSED" if record.passed else "NOT PASSED"
+    console.print(
+        f"{verdict}: kappa >= {record.threshold}"
+        f"{' (CI lower bound)' if record.strict else ''}; {record.judge_errors} "
+        f"judge errors excluded; {disagreeing} disagreements in {record.disagreements};"
+        f" record: {output}"
+    )
 
 
 async def _plan(judge: Judge, cases: tuple[str, ...]) -> Plan:

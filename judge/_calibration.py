@@ -1,0 +1,332 @@
+"""Calibration: agreement between the judge (or the deterministic checks) and hand labels,
+per dimension, with Cohen's kappa and a seeded bootstrap interval; and the record that
+`judge grade --calibration` checks before it trusts a judge."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from judge._case import Case
+from judge._errors import JudgeError
+from judge._result import CaseResult
+
+Dimension = Literal["selection", "arguments"]
+DIMENSIONS: tuple[Dimension, ...] = ("selection", "arguments")
+LABELS = ("correct", "incorrect")
+MIN_PAIRS = 10
+"""Fewer labelled pairs than this: no kappa is reported, only that the sample is too small."""
+BOOTSTRAP_ROUNDS = 2000
+BOOTSTRAP_SEED = 20261130
+
+
+class Confusion(BaseModel):
+    """Rows: the hand label; columns: the verdict; order `correct`, `incorrect`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    labels: tuple[str, str] = LABELS
+    matrix: tuple[tuple[int, int], tuple[int, int]]
+
+
+class DimensionStats(BaseModel):
+    """Agreement on one dimension. `kappa` is None when the sample cannot support one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    """Cases with both a label and a verdict."""
+    kappa: float | None
+    ci_low: float | None
+    ci_high: float | None
+    agreement: float | None
+    """Raw agreement: the share of cases where verdict and label are the same."""
+    confusion: Confusion
+    tpr: float | None
+    """Of the cases labelled `correct`, the share the verdict calls `correct`."""
+    tnr: float | None
+    """Of the cases labelled `incorrect`, the share the verdict calls `incorrect`."""
+    label_counts: dict[str, int]
+    verdict_counts: dict[str, int]
+    excluded: dict[str, int] = Field(default_factory=dict)
+    """Cases left out, by reason: `judge_error`, `no_label`, `no_verdict`."""
+    degenerate: str | None = None
+    """Why no kappa is given (one class only, too few pairs)."""
+    passed: bool | None = None
+    """Against the record's threshold (judge dimensions only)."""
+    note: str | None = None
+    """What the threshold can and cannot be read into, for this sample."""
+
+
+class CalibrationRecord(BaseModel):
+    """What `judge calibrate` writes and `judge grade --calibration` checks."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int = 1
+    created: str
+    sample: str
+    results: str
+    disagreements: str
+    fingerprint: dict[str, Any]
+    """The judge's model, endpoint, settings and rubric hashes."""
+    fingerprint_sha256: str
+    threshold: float
+    strict: bool = False
+    passed: bool
+    cases: int
+    judge_errors: int
+    dimensions: dict[str, DimensionStats]
+    deterministic: dict[str, DimensionStats] = Field(default_factory=dict)
+    """The same statistics for the deterministic checks, where cases have expected calls."""
+
+
+class GateRefusal(JudgeError):
+    """The calibration record does not let this judge run; the message says why."""
+
+
+def fingerprint_sha256(fingerprint: dict[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(fingerprint, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def judge_pairs(
+    cases: Iterable[Case], results: Iterable[CaseResult], dimension: Dimension
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """(label, verdict) pairs of one dimension, and the count of cases left out by reason."""
+    pairs: list[tuple[str, str]] = []
+    excluded = {"judge_error": 0, "no_label": 0, "no_verdict": 0}
+    for case, result in zip(cases, results, strict=True):
+        label = getattr(case.labels, dimension, None) if case.labels else None
+        if label is None:
+            excluded["no_label"] += 1
+            continue
+        judged = result.judge
+        if judged is None or judged.status != "ok":
+            excluded[
+                "judge_error" if judged and judged.status == "judge_error" else "no_verdict"
+            ] += 1
+            continue
+        if dimension == "selection":
+            verdict = judged.selection.verdict if judged.selection else None
+        else:
+            verdict = judged.arguments_verdict
+        if verdict is None:
+            excluded["no_verdict"] += 1
+            continue
+        pairs.append((label, verdict))
+    return pairs, excluded
+
+
+def check_pairs(
+    cases: Iterable[Case], results: Iterable[CaseResult], dimension: Dimension
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """The same pairs for the deterministic checks (`tool_selection`, `argument_values`)."""
+    field_name = "tool_selection" if dimension == "selection" else "argument_values"
+    pairs: list[tuple[str, str]] = []
+    excluded = {"no_label": 0, "no_verdict": 0}
+    for case, result in zip(cases, results, strict=True):
+        label = getattr(case.labels, dimension, None) if case.labels else None
+        value = getattr(result, field_name)
+        if label is None:
+            excluded["no_label"] += 1
+        elif value is None:
+            excluded["no_verdict"] += 1
+        else:
+            pairs.append((label, "correct" if value else "incorrect"))
+    return pairs, excluded
+
+
+def bootstrap_interval(pairs: list[tuple[str, str]]) -> tuple[float | None, float | None]:
+    """A seeded percentile bootstrap 95% interval of kappa. Resamples whose labels hold one
+    class only (kappa undefined) are dropped."""
+    import numpy as np
+
+    cells = np.array([LABELS.index(a) * 2 + LABELS.index(b) for a, b in pairs])
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    drawn = cells[rng.integers(0, len(cells), (BOOTSTRAP_ROUNDS, len(cells)))]
+    # Per resample, the 2x2 table [[cc, ci], [ic, ii]] as counts, then kappa from it.
+    cc, ci, ic, ii = ((drawn == k).sum(axis=1).astype(float) for k in range(4))
+    n = float(len(cells))
+    observed = (cc + ii) / n
+    expected = ((cc + ci) * (cc + ic) + (ic + ii) * (ci + ii)) / n**2
+    defined = (cc + ci > 0) & (ic + ii > 0) & (expected < 1)
+    if not defined.any():
+        return None, None
+    kappas = (observed[defined] - expected[defined]) / (1 - expected[defined])
+    low, high = np.percentile(kappas, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def dimension_stats(
+    pairs: list[tuple[str, str]],
+    excluded: dict[str, int],
+    threshold: float | None = None,
+    strict: bool = False,
+) -> DimensionStats:
+    """Kappa, its bootstrap interval, agreement, the confusion matrix, TPR and TNR."""
+    from sklearn.metrics import cohen_kappa_score
+
+    labels = [a for a, _ in pairs]
+    verdicts = [b for _, b in pairs]
+    matrix = tuple(
+        tuple(sum(1 for a, b in pairs if a == row and b == col) for col in LABELS) for row in LABELS
+    )
+    (tp, fn), (fp, tn) = matrix
+    n = len(pairs)
+    degenerate = None
+    if n < MIN_PAIRS:
+        degenerate = f"too few labelled pairs ({n} < {MIN_PAIRS})"
+    elif len(set(labels)) < 2:
+        degenerate = f"the labels hold one class only ({labels[0]!r}): kappa cannot be measured"
+    kappa = ci_low = ci_high = None
+    if degenerate is None:
+        kappa = float(cohen_kappa_score(labels, verdicts, labels=list(LABELS)))
+        ci_low, ci_high = bootstrap_interval(pairs)
+    passed = note = None
+    if threshold is not None:
+        bound = ci_low if strict else kappa
+        passed = bound is not None and bound >= threshold
+        if degenerate:
+            note = f"no kappa: {degenerate}"
+        elif ci_low is not None and ci_high is not None and ci_low < threshold <= ci_high:
+            note = (
+                f"the sample (n={n}) is too small to support kappa >= {threshold}: the 95% "
+                f"interval [{ci_low:.2f}, {ci_high:.2f}] holds the threshold"
+            )
+    return DimensionStats(
+        n=n,
+        kappa=kappa,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        agreement=(tp + tn) / n if n else None,
+        confusion=Confusion(matrix=matrix),  # type: ignore[arg-type]
+        tpr=tp / (tp + fn) if tp + fn else None,
+        tnr=tn / (tn + fp) if tn + fp else None,
+        label_counts={k: labels.count(k) for k in LABELS},
+        verdict_counts={k: verdicts.count(k) for k in LABELS},
+        excluded=excluded,
+        degenerate=degenerate,
+        passed=passed,
+        note=note,
+    )
+
+
+def build_record(
+    *,
+    cases: list[Case],
+    results: list[CaseResult],
+    fingerprint: dict[str, Any],
+    threshold: float,
+    strict: bool,
+    sample: str,
+    results_path: str,
+    disagreements_path: str,
+) -> CalibrationRecord:
+    dimensions: dict[str, DimensionStats] = {}
+    deterministic: dict[str, DimensionStats] = {}
+    for dimension in DIMENSIONS:
+        pairs, excluded = judge_pairs(cases, results, dimension)
+        dimensions[dimension] = dimension_stats(pairs, excluded, threshold, strict)
+        check, check_excluded = check_pairs(cases, results, dimension)
+        if check:
+            deterministic[dimension] = dimension_stats(check, check_excluded)
+    return CalibrationRecord(
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        sample=sample,
+        results=results_path,
+        disagreements=disagreements_path,
+        fingerprint=fingerprint,
+        fingerprint_sha256=fingerprint_sha256(fingerprint),
+        threshold=threshold,
+        strict=strict,
+        passed=all(d.passed for d in dimensions.values()),
+        cases=len(cases),
+        judge_errors=sum(1 for r in results if r.judge and r.judge.status == "judge_error"),
+        dimensions=dimensions,
+        deterministic=deterministic,
+    )
+
+
+def disagreements(cases: list[Case], results: list[CaseResult]) -> list[dict[str, Any]]:
+    """Every case where the judge's verdict differs from the hand label, for review."""
+    rows = []
+    for case, result in zip(cases, results, strict=True):
+        judged = result.judge
+        if judged is None or judged.status != "ok" or case.labels is None:
+            continue
+        verdicts = {
+            "selection": judged.selection.verdict if judged.selection else None,
+            "arguments": judged.arguments_verdict,
+        }
+        for dimension in DIMENSIONS:
+            label, verdict = getattr(case.labels, dimension), verdicts[dimension]
+            if label is None or verdict is None or label == verdict:
+                continue
+            if dimension == "selection" and judged.selection is not None:
+                reasoning = judged.selection.reasoning
+            else:
+                reasoning = " | ".join(
+                    f"call {a.call}: {a.verdict}: {a.reasoning}" for a in judged.arguments
+                )
+            rows.append(
+                {
+                    "id": case.id,
+                    "dimension": dimension,
+                    "label": label,
+                    "verdict": verdict,
+                    "reasoning": reasoning,
+                }
+            )
+    return rows
+
+
+def load_record(path: str | Path) -> CalibrationRecord:
+    try:
+        return CalibrationRecord.model_validate_json(Path(path).read_bytes())
+    except OSError as exc:
+        raise GateRefusal(f"{path}: cannot read the calibration record: {exc}") from None
+    except ValueError as exc:
+        raise GateRefusal(f"{path}: not a calibration record: {exc}") from None
+
+
+def check_gate(
+    record: CalibrationRecord, fingerprint: dict[str, Any], *, strict: bool, source: str
+) -> None:
+    """Refuse a judge that differs from the calibrated one, or that did not earn trust."""
+    if fingerprint_sha256(fingerprint) != record.fingerprint_sha256:
+        changed = sorted(
+            k
+            for k in fingerprint.keys() | record.fingerprint.keys()
+            if fingerprint.get(k) != record.fingerprint.get(k)
+        )
+        raise GateRefusal(
+            f"{source} was measured for another judge (differs in: "
+            f"{', '.join(changed)}): calibrate this judge, or pass --force"
+        )
+    for name, stats in record.dimensions.items():
+        if stats.kappa is None:
+            raise GateRefusal(
+                f"{source}: {name} has no kappa ({stats.degenerate}); label a "
+                "larger sample, or pass --force"
+            )
+        bound = stats.ci_low if strict else stats.kappa
+        what = "the 95% interval's lower bound" if strict else "kappa"
+        if bound is None or bound < record.threshold:
+            shown = "n/a" if bound is None else f"{bound:.2f}"
+            extra = f" ({stats.note})" if stats.note else ""
+            raise GateRefusal(
+                f"{source}: {name} {what} is {shown}, under the threshold "
+                f"{record.threshold}{extra}; pass --force to run untrusted"
+            )
+
+
+def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
+    with Path(path).open("wb") as handle:
+        for row in rows:
+            handle.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))

@@ -1,0 +1,110 @@
+"""The calibration report: one self-contained HTML page with the confusion matrices drawn."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+from judge._calibration import LABELS, CalibrationRecord, DimensionStats
+
+
+def render_report(record: CalibrationRecord, rows: list[dict[str, Any]]) -> str:
+    """The report as HTML: verdict, per-dimension statistics and matrices, disagreements."""
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>judge calibration</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>Judge calibration</h1>",
+        f"<p class='{'pass' if record.passed else 'fail'}'>"
+        f"{'PASSED' if record.passed else 'NOT PASSED'}: threshold kappa &ge; "
+        f"{record.threshold}{' (lower bound of the 95% interval)' if record.strict else ''}</p>",
+        f"<p>Judge: <code>{html.escape(str(record.fingerprint.get('model')))}</code> at "
+        f"<code>{html.escape(str(record.fingerprint.get('endpoint')))}</code>; sample "
+        f"<code>{html.escape(record.sample)}</code>: {record.cases} cases, "
+        f"{record.judge_errors} judge errors (excluded).</p>",
+    ]
+    for title, stats in (
+        ("Judge", record.dimensions),
+        ("Deterministic checks", record.deterministic),
+    ):
+        if not stats:
+            continue
+        parts.append(f"<h2>{title}</h2><div class='row'>")
+        for name, dimension in stats.items():
+            parts.append(_dimension(name, dimension))
+        parts.append("</div>")
+    parts.append(f"<h2>Disagreements ({len(rows)})</h2>")
+    parts.append(
+        "<table><tr><th>case</th><th>dimension</th><th>label</th><th>verdict</th>"
+        "<th>the judge's reasoning</th></tr>"
+    )
+    for row in rows:
+        cells = (row["id"], row["dimension"], row["label"], row["verdict"], row["reasoning"])
+        parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    parts.append("</table></body></html>")
+    return "\n".join(parts)
+
+
+def _dimension(name: str, stats: DimensionStats) -> str:
+    def number(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    facts = [
+        ("n", str(stats.n)),
+        ("kappa", number(stats.kappa)),
+        (
+            "95% interval",
+            "n/a" if stats.ci_low is None else f"[{stats.ci_low:.3f}, {stats.ci_high:.3f}]",
+        ),
+        ("agreement", number(stats.agreement)),
+        ("TPR (correct found)", number(stats.tpr)),
+        ("TNR (incorrect found)", number(stats.tnr)),
+        ("excluded", ", ".join(f"{k}: {v}" for k, v in stats.excluded.items() if v) or "none"),
+    ]
+    if stats.degenerate:
+        facts.append(("degenerate", stats.degenerate))
+    if stats.note:
+        facts.append(("note", stats.note))
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts)
+    image = _matrix_png(name, stats)
+    return (
+        f"<div class='card'><h3>{html.escape(name)}</h3><table>{rows}</table>"
+        f"<img alt='confusion matrix of {html.escape(name)}' "
+        f"src='data:image/png;base64,{image}'></div>"
+    )
+
+
+def _matrix_png(name: str, stats: DimensionStats) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(3.6, 3.2), dpi=100)
+    matrix = stats.confusion.matrix
+    axes.imshow(matrix, cmap="Blues")
+    for row in range(2):
+        for col in range(2):
+            axes.text(col, row, str(matrix[row][col]), ha="center", va="center", fontsize=14)
+    axes.set_xticks([0, 1], labels=list(LABELS))
+    axes.set_yticks([0, 1], labels=list(LABELS))
+    axes.set_xlabel("verdict")
+    axes.set_ylabel("hand label")
+    axes.set_title(name)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+.pass { color: #1a7f37; font-weight: bold; } .fail { color: #c62828; font-weight: bold; }
+.row { display: flex; flex-wrap: wrap; gap: 1.5em; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 1em; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { border: 1px solid #ddd; padding: .3em .6em; text-align: left; vertical-align: top; }
+code { background: #f4f4f4; padding: 0 .3em; }
+"""
