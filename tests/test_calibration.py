@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
-from judge import Case, CaseResult
+from judge import Case, CaseResult, Labels
 from judge._calibration import MIN_PAIRS, dimension_stats, judge_pairs
 from judge._verdict import ArgumentVerdict, JudgeOutcome, SelectionVerdict
 from judge.cli import main
@@ -108,7 +108,7 @@ def outcome(selection: str | None, arguments: list[str], status: str = "ok") -> 
     ],
 )
 def test_case_level_arguments_verdict(arguments: list[str], verdict: str | None) -> None:
-    labelled = Case(id="x", labels={"selection": "correct", "arguments": "correct"})
+    labelled = Case(id="x", labels=Labels(selection="correct", arguments="correct"))
     result = CaseResult(
         id="x",
         tool_selection=None,
@@ -123,7 +123,7 @@ def test_case_level_arguments_verdict(arguments: list[str], verdict: str | None)
 
 
 def test_judge_errors_and_unlabelled_cases_are_excluded_and_counted() -> None:
-    labelled = Case(id="x", labels={"selection": "correct"})
+    labelled = Case(id="x", labels=Labels(selection="correct"))
     unlabelled = Case(id="y")
     ok = CaseResult(
         id="x",
@@ -350,4 +350,6 @@ def test_vectorised_bootstrap_matches_scikit_learn_per_resample() -> None:
             draws.append(cohen_kappa_score([a for a, _ in picked], [b for _, b in picked],
                                            labels=list(LABELS)))
     low, high = np.percentile(draws, [2.5, 97.5])
-    assert bootstrap_interval(pairs) == (pytest.approx(low), pytest.approx(high))
+    found_low, found_high = bootstrap_interval(pairs)
+    assert found_low == pytest.approx(low)
+    assert found_high == pytest.approx(high)
