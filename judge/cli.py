@@ -584,6 +584,91 @@ def rubric_show(
         click.echo(json.dumps(question.schema, indent=2))
 
 
+@main.command("sample")
+@click.argument("cases", type=click.Path(exists=True, dir_okay=False))
+@click.option("--n", "size", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option(
+    "--stratify",
+    default="tool,expected_behavior,failure",
+    show_default=True,
+    help="Comma-separated: tool, expected_behavior, failure, label, meta.KEY.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def sample_command(cases: str, size: int, stratify: str, seed: int, output: str) -> None:
+    """Draw a stratified, seeded sample of CASES to label by hand (rare strata kept)."""
+    from judge._sample import draw, read_lines
+
+    try:
+        raw, loaded = read_lines(cases)
+        chosen = draw(loaded, size, [f.strip() for f in stratify.split(",") if f.strip()], seed)
+    except (JudgeError, ValueError) as exc:
+        click.echo(f"judge sample: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    Path(output).write_bytes(b"".join(raw[i] + b"\n" for i in chosen))
+    click.echo(f"{len(chosen)} of {len(loaded)} cases -> {output}")
+
+
+@main.command("label")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False))
+@click.option("--relabel", is_flag=True, help="Ask again about cases already labelled.")
+def label_command(sample: str, relabel: bool) -> None:
+    """Label SAMPLE by hand in the terminal: saves after every answer, resumes where it
+    stopped. The labels mean what the labelling rule in calibration/README.md says."""
+    from judge._label import label_file
+
+    try:
+        done, left = label_file(sample, relabel=relabel)
+    except JudgeError as exc:
+        click.echo(f"judge label: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    click.echo(f"labelled {done} cases; {left} left" + (" (run again to go on)" if left else ""))
+
+
+@main.group("labels")
+def labels_group() -> None:
+    """Label a sample in a spreadsheet: export to CSV, fill in, import back."""
+
+
+@labels_group.command("export")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def labels_export(sample: str, output: str) -> None:
+    """Write SAMPLE as a CSV with `selection`, `arguments` and `note` columns to fill."""
+    from judge._sample import export_csv, read_lines
+
+    try:
+        _, loaded = read_lines(sample)
+    except JudgeError as exc:
+        click.echo(f"judge labels export: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    export_csv(output, loaded)
+    click.echo(f"{len(loaded)} cases -> {output}")
+
+
+@labels_group.command("import")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False))
+@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Where to write the labelled cases (default: SAMPLE itself).",
+)
+def labels_import(sample: str, csv_file: str, output: str | None) -> None:
+    """Copy the labels filled in CSV_FILE into the cases of SAMPLE (matched by id)."""
+    from judge._sample import import_csv, read_lines
+
+    try:
+        raw, loaded = read_lines(sample)
+        lines = import_csv(csv_file, raw, loaded)
+    except JudgeError as exc:
+        click.echo(f"judge labels import: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    Path(output or sample).write_bytes(b"".join(line + b"\n" for line in lines))
+    click.echo(f"labels of {csv_file} -> {output or sample}")
+
+
 @main.group("local")
 def local_group() -> None:
     """The embedded default judge (no key, no network)."""

@@ -347,8 +347,11 @@ def test_vectorised_bootstrap_matches_scikit_learn_per_resample() -> None:
     for row in index:
         picked = [pairs[i] for i in row]
         if len({a for a, _ in picked}) == 2:
-            draws.append(cohen_kappa_score([a for a, _ in picked], [b for _, b in picked],
-                                           labels=list(LABELS)))
+            draws.append(
+                cohen_kappa_score(
+                    [a for a, _ in picked], [b for _, b in picked], labels=list(LABELS)
+                )
+            )
     low, high = np.percentile(draws, [2.5, 97.5])
     found_low, found_high = bootstrap_interval(pairs)
     assert found_low == pytest.approx(low)

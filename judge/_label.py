@@ -1,0 +1,103 @@
+"""`judge label`: an interactive terminal labeller that saves after every answer and resumes
+where it stopped."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from judge._case import Case
+from judge._check import check_case
+from judge._prompt import rubric_variables
+from judge._sample import read_lines
+
+_SELECTION = {"c": "correct", "i": "incorrect"}
+_ARGUMENTS = {"c": "correct", "i": "incorrect", "n": None}
+
+
+def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
+    """Ask for the labels of every case not yet labelled. Returns (labelled now, left)."""
+    raw, cases = read_lines(path)
+    rows: list[dict[str, Any]] = [orjson.loads(line) for line in raw]
+    todo = [i for i, row in enumerate(rows) if relabel or not _done(row, cases[i])]
+    done_now = 0
+    for position, index in enumerate(todo, start=1):
+        row, case = rows[index], cases[index]
+        _show(case, position, len(todo))
+        answer = _ask("selection: [c]orrect, [i]ncorrect, [s]kip, [q]uit", "cisq")
+        if answer == "q":
+            return done_now, len(todo) - position + 1
+        if answer == "s":
+            continue
+        labels = dict(row.get("labels") or {})
+        labels["selection"] = _SELECTION[answer]
+        labels.pop("arguments", None)
+        row["labels"] = labels
+        _save(path, rows)
+        if case.tool_calls:
+            answer = _ask(
+                "arguments: [c]orrect, [i]ncorrect, [n]ot applicable (nothing to judge), [q]uit",
+                "cinq",
+            )
+            if answer == "q":
+                return done_now, len(todo) - position + 1
+            labels["arguments"] = _ARGUMENTS[answer]
+            _save(path, rows)
+        done_now += 1
+    return done_now, 0
+
+
+def _done(row: dict[str, Any], case: Case) -> bool:
+    labels = row.get("labels") or {}
+    return "selection" in labels and ("arguments" in labels or not case.tool_calls)
+
+
+def _ask(prompt: str, keys: str) -> str:
+    while True:
+        answer = click.prompt(prompt, default="", show_default=False).strip().lower()[:1]
+        if answer and answer in keys:
+            return answer
+        click.echo(f"  please answer one of: {', '.join(keys)}")
+
+
+def _show(case: Case, position: int, total: int) -> None:
+    variables = rubric_variables(case, check_case(case))
+    click.echo("")
+    click.secho(f"=== [{position}/{total}] {case.id} ===", bold=True)
+    click.secho("tools:", bold=True)
+    for tool in variables["tools"]:
+        click.echo(f"  - {tool['name']}: {(tool['description'] or '')[:120]}")
+    click.secho("conversation:", bold=True)
+    for message in variables["conversation"]:
+        content = message["content"]
+        if content:
+            text = content if isinstance(content, str) else orjson.dumps(content).decode()
+            click.echo(f"  [{message['role']}] {text}")
+        if message["tool_calls"]:
+            click.echo(
+                f"  [{message['role']} calls] {orjson.dumps(message['tool_calls']).decode()}"
+            )
+    click.secho("response:", bold=True)
+    if variables["response_text"]:
+        click.echo(f"  text: {variables['response_text']}")
+    for call in variables["calls"]:
+        arguments = call["arguments"]
+        shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+        click.echo(f"  call #{call['index']}: {call['name']} {shown}")
+    if not variables["calls"]:
+        click.echo("  (no tool call)")
+    for finding in variables["findings"]:
+        click.echo(
+            f"  ! call #{finding['call']} {finding['kind']} {finding['path']}: {finding['message']}"
+        )
+
+
+def _save(path: str, rows: list[dict[str, Any]]) -> None:
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in rows))
+    os.replace(partial, target)

@@ -1,0 +1,151 @@
+"""Drawing a stratified, seeded sample of cases to label by hand, and the CSV round trip for
+labelling them in a spreadsheet."""
+
+from __future__ import annotations
+
+import csv
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from judge._case import Case
+from judge._check import check_case
+from judge._errors import InputError
+from judge._loading import parse_case
+
+STRATA: dict[str, Callable[[Case], str]] = {
+    "tool": lambda c: ",".join(sorted({t.name for t in c.tool_calls})) or "(no call)",
+    "expected_behavior": lambda c: c.expected_behavior or "(unknown)",
+    "failure": lambda c: (
+        ",".join(sorted({f.kind.value for f in check_case(c).failures})) or "(none)"
+    ),
+    "label": lambda c: f"{c.labels.selection}/{c.labels.arguments}" if c.labels else "(none)",
+}
+"""The ways to stratify; `meta.KEY` stratifies by any key of a case's `meta` too."""
+
+
+def stratum_key(case: Case, fields: list[str]) -> tuple[str, ...]:
+    key = []
+    for name in fields:
+        if name.startswith("meta."):
+            key.append(str(case.meta.get(name.removeprefix("meta."), "(none)")))
+        elif name in STRATA:
+            key.append(STRATA[name](case))
+        else:
+            choices = ", ".join([*STRATA, "meta.KEY"])
+            raise ValueError(f"cannot stratify by {name!r}: use {choices}")
+    return tuple(key)
+
+
+def draw(cases: list[Case], n: int, fields: list[str], seed: int = 0) -> list[int]:
+    """Indices of a stratified sample of `n` cases, in their original order. Each stratum
+    gets its share, and at least one case, so rare strata are kept."""
+    if n >= len(cases):
+        return list(range(len(cases)))
+    strata: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for index, case in enumerate(cases):
+        strata[stratum_key(case, fields)].append(index)
+    rng = random.Random(seed)
+    keys = sorted(strata)
+    if len(keys) >= n:  # more strata than room: one case from each of n strata
+        return sorted(rng.choice(strata[k]) for k in rng.sample(keys, n))
+    quota = {k: max(1, round(n * len(strata[k]) / len(cases))) for k in keys}
+    while sum(quota.values()) > n:  # trim the largest shares, never below one
+        largest = max((k for k in keys if quota[k] > 1), key=lambda k: quota[k])
+        quota[largest] -= 1
+    while sum(quota.values()) < n:  # grow the strata with the most cases left over
+        roomiest = max(
+            (k for k in keys if quota[k] < len(strata[k])), key=lambda k: len(strata[k]) - quota[k]
+        )
+        quota[roomiest] += 1
+    return sorted(i for k in keys for i in rng.sample(strata[k], quota[k]))
+
+
+def read_lines(path: str) -> tuple[list[bytes], list[Case]]:
+    """The raw lines of a JSONL file and their cases (bad lines raise, naming where)."""
+    try:
+        raw = [line for line in Path(path).read_bytes().splitlines() if line.strip()]
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read cases: {exc.strerror or exc}") from None
+    cases = []
+    for number, line in enumerate(raw, start=1):
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{path}:{number}: not valid JSON: {exc}") from None
+        cases.append(parse_case(data, source=path, line=number))
+    return raw, cases
+
+
+CSV_COLUMNS = ("id", "request", "tools", "response_text", "calls", "selection", "arguments", "note")
+
+
+def export_csv(path: str | Path, cases: list[Case]) -> None:
+    """One row per case: what a labeller needs to read, and empty label columns to fill."""
+    from judge._prompt import rubric_variables
+
+    with Path(path).open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        for case in cases:
+            variables = rubric_variables(case, check_case(case))
+            request = "\n".join(
+                f"[{m['role']}] {m['content']}" for m in variables["conversation"] if m["content"]
+            )
+            calls = "\n".join(
+                f"#{c['index']} {c['name']} {_json(c['arguments'])}" for c in variables["calls"]
+            )
+            labels = case.labels
+            writer.writerow(
+                [
+                    case.id,
+                    request,
+                    ", ".join(variables["tool_names"]),
+                    variables["response_text"] or "",
+                    calls,
+                    (labels.selection if labels else None) or "",
+                    (labels.arguments if labels else None) or "",
+                    str(case.meta.get("label_note", "")),
+                ]
+            )
+
+
+def import_csv(csv_path: str | Path, raw: list[bytes], cases: list[Case]) -> list[bytes]:
+    """The JSONL lines with the labels (and notes) filled in from the CSV, matched by id."""
+    labels: dict[str, dict[str, str]] = {}
+    with Path(csv_path).open(newline="", encoding="utf-8") as handle:
+        for number, read in enumerate(csv.DictReader(handle), start=2):
+            for column in ("selection", "arguments"):
+                value = (read.get(column) or "").strip().lower()
+                if value not in ("", "correct", "incorrect"):
+                    raise InputError(
+                        f"{csv_path}:{number}: {column} must be correct, "
+                        f"incorrect or empty, not {value!r}"
+                    )
+            labels[read["id"]] = dict(read)
+    out = []
+    for line, case in zip(raw, cases, strict=True):
+        row = labels.get(case.id)
+        if row is None:
+            out.append(line)
+            continue
+        data: dict[str, Any] = orjson.loads(line)
+        found = {
+            k: row[k].strip().lower()
+            for k in ("selection", "arguments")
+            if (row.get(k) or "").strip()
+        }
+        if found:
+            data["labels"] = {**(data.get("labels") or {}), **found}
+        if (row.get("note") or "").strip():
+            data["meta"] = {**(data.get("meta") or {}), "label_note": row["note"].strip()}
+        out.append(orjson.dumps(data))
+    return out
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()

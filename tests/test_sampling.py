@@ -1,0 +1,195 @@
+"""Drawing a sample, labelling it in a spreadsheet round trip or in the terminal."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from judge import load_cases
+from judge._sample import draw
+from judge.cli import main
+from tests.helpers import call, case
+
+
+def many(tmp_path: Path) -> Path:
+    rows = []
+    for i in range(200):
+        tool = "get_time" if i % 50 == 0 else "get_weather"  # a rare stratum: 4 of 200
+        rows.append(
+            case([call(tool, {"city": "Paris"})], expected_behavior="call") | {"id": f"c{i}"}
+        )
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_draw_is_seeded_stratified_and_keeps_rare_strata(tmp_path: Path) -> None:
+    cases = list(load_cases(many(tmp_path)))
+    first = draw(cases, 20, ["tool"], seed=1)
+    assert first == draw(cases, 20, ["tool"], seed=1)
+    assert first != draw(cases, 20, ["tool"], seed=2)
+    assert len(first) == 20 == len(set(first))
+    tools = Counter(cases[i].tool_calls[0].name for i in first)
+    assert tools["get_time"] >= 1  # 2% of the cases, still drawn
+
+
+def test_draw_rejects_an_unknown_stratum(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot stratify by 'colour'"):
+        draw(list(load_cases(many(tmp_path))), 5, ["colour"])
+
+
+def test_sample_command_writes_the_original_lines(tmp_path: Path) -> None:
+    source = many(tmp_path)
+    out = tmp_path / "sample.jsonl"
+    done = CliRunner().invoke(
+        main,
+        [
+            "sample",
+            str(source),
+            "--n",
+            "10",
+            "--stratify",
+            "tool,expected_behavior,failure",
+            "-o",
+            str(out),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    lines = out.read_text().splitlines()
+    assert len(lines) == 10
+    assert set(lines) <= set(source.read_text().splitlines())
+
+
+def test_csv_round_trip(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.jsonl"
+    rows = [
+        case([call("get_weather", {"city": "Paris"})]) | {"id": "a"},
+        case([]) | {"id": "b", "labels": {"selection": "correct"}},
+    ]
+    sample.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sheet = tmp_path / "labels.csv"
+    assert (
+        CliRunner().invoke(main, ["labels", "export", str(sample), "-o", str(sheet)]).exit_code == 0
+    )
+    with sheet.open(newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert [r["id"] for r in table] == ["a", "b"]
+    assert "get_weather" in table[0]["calls"] and "weather in Paris" in table[0]["request"]
+    assert table[1]["selection"] == "correct"
+    table[0].update(selection="Correct", arguments="incorrect", note="Paris is right")
+    with sheet.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+    done = CliRunner().invoke(main, ["labels", "import", str(sample), str(sheet)])
+    assert done.exit_code == 0, done.output
+    loaded = load_cases(sample)
+    assert loaded[0].labels is not None
+    assert (loaded[0].labels.selection, loaded[0].labels.arguments) == ("correct", "incorrect")
+    assert loaded[0].meta["label_note"] == "Paris is right"
+    assert loaded[1].labels is not None and loaded[1].labels.selection == "correct"
+
+
+def test_csv_import_refuses_an_off_menu_label(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text(json.dumps(case([]) | {"id": "a"}) + "\n")
+    sheet = tmp_path / "labels.csv"
+    sheet.write_text("id,selection,arguments\na,maybe,\n")
+    done = CliRunner().invoke(main, ["labels", "import", str(sample), str(sheet)])
+    assert done.exit_code == 2
+    assert "labels.csv:2: selection must be correct, incorrect or empty" in done.stderr
+
+
+class Terminal:
+    """`judge label` in a pseudo-terminal, answered like a person would."""
+
+    def __init__(self, path: Path) -> None:
+        self.master, slave = pty.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "judge", "label", str(path)],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+        )
+        os.close(slave)
+        self.seen = ""
+
+    def expect(self, text: str, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"never saw {text!r}; screen:\n{self.seen}"
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    self.seen += os.read(self.master, 4096).decode(errors="replace")
+                except OSError:
+                    break
+        self.seen = self.seen[self.seen.index(text) + len(text) :]
+
+    def answer(self, prompt: str, keys: str) -> None:
+        self.expect(prompt)
+        os.write(self.master, keys.encode() + b"\r")
+
+    def finish(self) -> str:
+        self.process.wait(timeout=20)
+        try:
+            while True:
+                ready, _, _ = select.select([self.master], [], [], 0.2)
+                if not ready:
+                    break
+                self.seen += os.read(self.master, 4096).decode(errors="replace")
+        except OSError:
+            pass
+        os.close(self.master)
+        return self.seen
+
+
+def labels(path: Path) -> list[Any]:
+    return [json.loads(line).get("labels") for line in path.read_text().splitlines()]
+
+
+def test_terminal_labeller_saves_every_answer_and_resumes(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.jsonl"
+    rows = [
+        case([call("get_weather", {"city": "Paris"})]) | {"id": "first"},
+        case([]) | {"id": "second", "response": {"content": "Hi!", "tool_calls": []}},
+        case([call("get_time", {})]) | {"id": "third"},
+    ]
+    sample.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    screen = Terminal(sample)
+    screen.expect("first")
+    screen.expect('get_weather {"city":"Paris"}')
+    screen.answer("selection:", "c")
+    screen.answer("arguments:", "x")  # not an answer: asked again
+    screen.answer("please answer one of", "i")
+    screen.expect("second")
+    screen.answer("selection:", "i")  # no call: no arguments question
+    screen.expect("third")
+    screen.answer("selection:", "q")
+    assert "labelled 2 cases; 1 left" in screen.finish()
+    assert labels(sample) == [
+        {"selection": "correct", "arguments": "incorrect"},
+        {"selection": "incorrect"},
+        None,
+    ]
+
+    screen = Terminal(sample)  # resumes at the third case
+    screen.expect("third")
+    screen.answer("selection:", "i")
+    screen.answer("arguments:", "n")
+    assert "labelled 1 cases; 0 left" in screen.finish()
+    assert labels(sample)[2] == {"selection": "incorrect", "arguments": None}
