@@ -609,6 +609,29 @@ def sample_command(cases: str, size: int, stratify: str, seed: int, output: str)
     click.echo(f"{len(chosen)} of {len(loaded)} cases -> {output}")
 
 
+@main.command("bfcl")
+@click.argument("questions", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--answers",
+    type=click.Path(exists=True, dir_okay=False),
+    help="BFCL's possible_answer file for the same category.",
+)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def bfcl_command(questions: str, answers: str | None, output: str) -> None:
+    """Convert a BFCL category file (as shipped in bfcl-eval) into cases."""
+    from judge._bfcl import bfcl_cases
+
+    try:
+        cases = bfcl_cases(questions, answers)
+    except JudgeError as exc:
+        click.echo(f"judge bfcl: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    Path(output).write_bytes(
+        b"".join(orjson.dumps(c, option=orjson.OPT_APPEND_NEWLINE) for c in cases)
+    )
+    click.echo(f"{len(cases)} cases -> {output}")
+
+
 @main.command("label")
 @click.argument("sample", type=click.Path(exists=True, dir_okay=False))
 @click.option("--relabel", is_flag=True, help="Ask again about cases already labelled.")

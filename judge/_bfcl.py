@@ -1,0 +1,118 @@
+"""Turn the Berkeley Function Calling Leaderboard's own files (questions, and their
+`possible_answer` file, as shipped in the `bfcl-eval` package) into cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from judge._errors import InputError
+
+_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
+
+
+def bfcl_cases(questions: str | Path, answers: str | Path | None = None) -> list[dict[str, Any]]:
+    """One case dict per BFCL question (single-turn categories), with `expected_calls` from
+    the possible answers (`{"$any": [...]}`, `"$optional"` where BFCL allows ""), or `[]` for
+    an irrelevance category. Cases have no `response`: a model run fills it in."""
+    expected = _answers(answers) if answers is not None else {}
+    category = Path(questions).stem.removeprefix("BFCL_v4_").removeprefix("BFCL_v3_")
+    cases = []
+    for number, item in enumerate(_read(questions), start=1):
+        turns = item.get("question")
+        if not isinstance(turns, list) or not turns:
+            raise InputError(f"{questions}:{number}: no question")
+        if len(turns) > 1:
+            raise InputError(
+                f"{questions}:{number}: multi-turn BFCL items are not supported; "
+                "use a single-turn category"
+            )
+        names: dict[str, str] = {}
+        tools = [_tool(fn, names) for fn in item.get("function", [])]
+        case: dict[str, Any] = {
+            "id": item["id"],
+            "messages": list(turns[0]),
+            "tools": tools,
+            "meta": {
+                "bfcl_id": item["id"],
+                "bfcl_category": category,
+                "name_map": names,
+                "source": "bfcl",
+            },
+        }
+        if item["id"] in expected:
+            case["expected_calls"] = [_expected_call(call, names) for call in expected[item["id"]]]
+            case["expected_behavior"] = "call"
+        elif "irrelevance" in category:
+            case["expected_calls"] = []
+            case["expected_behavior"] = "no_call"
+        cases.append(case)
+    return cases
+
+
+def _read(path: str | Path) -> list[dict[str, Any]]:
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    items = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                items.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                raise InputError(f"{path}:{number}: not valid JSON: {exc}") from None
+    return items
+
+
+def _answers(path: str | Path) -> dict[str, list[dict[str, Any]]]:
+    return {item["id"]: item["ground_truth"] for item in _read(path)}
+
+
+def _safe(name: str, names: dict[str, str]) -> str:
+    """OpenAI-safe tool names (`.` is not allowed); the originals go in `meta.name_map`."""
+    safe = name.replace(".", "_")
+    if safe != name:
+        names[name] = safe
+    return safe
+
+
+def _tool(fn: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": _safe(fn["name"], names),
+            "description": fn.get("description", ""),
+            "parameters": _schema(fn.get("parameters", {"type": "object", "properties": {}})),
+        },
+    }
+
+
+def _schema(node: Any) -> Any:
+    """BFCL's Python-flavoured types as JSON Schema (`dict` -> `object`, `float` -> `number`)."""
+    if isinstance(node, list):
+        return [_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _schema(value) for key, value in node.items()}
+    if isinstance(out.get("type"), str) and out["type"] in _TYPES:
+        mapped = _TYPES[out["type"]]
+        if mapped is None:
+            del out["type"]
+        else:
+            out["type"] = mapped
+    return out
+
+
+def _expected_call(call: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    [(name, arguments)] = call.items()
+    expected = {}
+    for key, acceptable in arguments.items():
+        options = [v for v in acceptable if v != ""]
+        matcher: dict[str, Any] = {"$any": options}
+        if "" in acceptable:
+            matcher["$optional"] = True
+        expected[key] = matcher
+    return {"name": names.get(name, name.replace(".", "_")), "arguments": expected}
