@@ -16,7 +16,8 @@ QUESTION = {
         [
             {
                 "role": "user",
-                "content": "Find the area of a triangle with a base of 10 units and height of 5 units.",
+                "content": "Find the area of a triangle with a base of 10 units "
+                "and height of 5 units.",
             }
         ]
     ],
