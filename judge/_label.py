@@ -23,7 +23,7 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
     """Ask for the labels of every case not yet labelled. Returns (labelled now, left)."""
     raw, cases = read_lines(path)
     rows: list[dict[str, Any]] = [orjson.loads(line) for line in raw]
-    todo = [i for i, row in enumerate(rows) if relabel or not _done(row, cases[i])]
+    todo = [i for i, row in enumerate(rows) if relabel or not _done(row)]
     done_now = 0
     for position, index in enumerate(todo, start=1):
         row, case = rows[index], cases[index]
@@ -51,9 +51,9 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
     return done_now, 0
 
 
-def _done(row: dict[str, Any], case: Case) -> bool:
-    labels = row.get("labels") or {}
-    return "selection" in labels and ("arguments" in labels or not case.tool_calls)
+def _done(row: dict[str, Any]) -> bool:
+    # A selection label marks a case done: an absent arguments label means "nothing to judge".
+    return "selection" in (row.get("labels") or {})
 
 
 def _ask(prompt: str, keys: str) -> str:

@@ -154,8 +154,10 @@ def _start(path: Path) -> _Running:
     params.model.path = str(path)
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # a free port
-    params.n_parallel = 1  # one request at a time: all cores on it
-    params.n_ctx = CONTEXT_TOKENS
+    # Requests come one at a time (all cores on each); two slots keep one cached prefix per
+    # rubric, so the selection and arguments prompts do not evict each other's cache.
+    params.n_parallel = 2
+    params.n_ctx = CONTEXT_TOKENS * 2
     params.cpuparams.n_threads = os.cpu_count() or 1
     params.cpuparams_batch.n_threads = os.cpu_count() or 1
     params.cache_prompt = True  # reuse the shared prefix (rubric, tools) across requests
