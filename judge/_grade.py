@@ -311,7 +311,7 @@ class Judge:
                 error = error or exc
                 continue
             if question.dimension == "selection":
-                selection, flip = _majority_selection(answers)
+                selection, flip = _majority(answers)
                 flips.append(flip)
             else:
                 for verdict, flip in _majority_arguments(answers):
@@ -517,12 +517,15 @@ def _parser(question: Question) -> Callable[[Any], Any]:
     return parse
 
 
-def _majority_selection(answers: list[SelectionVerdict]) -> tuple[SelectionVerdict, float]:
+V = TypeVar("V", SelectionVerdict, ArgumentVerdict)
+
+
+def _majority(answers: list[V]) -> tuple[V, float]:
+    """The majority verdict (ties: the first asked) and the share of samples against it."""
     counts = Counter(a.verdict for a in answers)
     top = max(counts.values())
-    label = next(a.verdict for a in answers if counts[a.verdict] == top)  # ties: first asked
-    chosen = next(a for a in answers if a.verdict == label)
-    return chosen, 1 - counts[label] / len(answers)
+    chosen = next(a for a in answers if counts[a.verdict] == top)
+    return chosen, 1 - top / len(answers)
 
 
 def _majority_arguments(
@@ -532,15 +535,7 @@ def _majority_arguments(
     for sample in answers:
         for verdict in sample:
             by_call.setdefault(verdict.call, []).append(verdict)
-    chosen = []
-    for verdicts in by_call.values():
-        counts = Counter(v.verdict for v in verdicts)
-        top = max(counts.values())
-        label = next(v.verdict for v in verdicts if counts[v.verdict] == top)
-        chosen.append(
-            (next(v for v in verdicts if v.verdict == label), 1 - counts[label] / len(verdicts))
-        )
-    return chosen
+    return [_majority(verdicts) for verdicts in by_call.values()]
 
 
 def _derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:

@@ -310,13 +310,15 @@ def test_structurally_broken_call_gets_a_derived_argument_verdict(
 
 
 def test_samples_report_majority_and_flip_rate(server: ChatServer, tmp_path: Path) -> None:
-    labels = iter(["correct", "incorrect", "correct"])
+    # Three samples of the selection question, then three of the arguments question.
+    labels = iter(["correct", "incorrect", "correct", "incorrect", "incorrect", "incorrect"])
     server.default = lambda body: answer(body, next(labels))
-    result = only(server, tmp_path, NO_CALL, samples=3)
+    result = only(server, tmp_path, PARIS, samples=3, concurrency=1)
     assert result.judge is not None and result.judge.selection is not None
     assert result.judge.selection.verdict == "correct"
-    assert result.judge.flip_rate == pytest.approx(1 / 3)
-    assert [r.body["seed"] for r in server.chat_requests] == [7, 8, 9]
+    assert [a.verdict for a in result.judge.arguments] == ["incorrect"]
+    assert result.judge.flip_rate == pytest.approx((1 / 3 + 0) / 2)
+    assert [r.body["seed"] for r in server.chat_requests] == [7, 8, 9, 7, 8, 9]
 
 
 def test_auto_format_steps_down_when_json_schema_is_refused(
