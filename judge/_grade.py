@@ -227,12 +227,21 @@ class Judge:
 
     # -- grading ----------------------------------------------------------------------------
 
-    async def grade(self, cases: Any, *, skip: Container[str] = ()) -> CheckResults:
-        """Grade every case; results in the order the cases were given."""
+    async def grade(
+        self,
+        cases: Any,
+        *,
+        skip: Container[str] = (),
+        on_result: Callable[[CaseResult], None] | None = None,
+    ) -> CheckResults:
+        """Grade every case; results in the order the cases were given. `on_result` is
+        called as each one finishes (in completion order)."""
         loaded = list(iter_cases(cases))
         results: dict[int, CaseResult] = {}
         async for index, result in self._run(enumerate(loaded), skip):
             results[index] = result
+            if on_result is not None:
+                on_result(result)
         return CheckResults(results[i] for i in sorted(results))
 
     async def iter_grade(

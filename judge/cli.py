@@ -106,15 +106,16 @@ def check_command(
             )
             show = progress if progress is not None else sys.stderr.isatty()
             for path in cases:
-                results = iter_check(path)
-                if show and os.path.isfile(path):
-                    results = stack.enter_context(_progress(path, results))
-                for result in results:
-                    summary.add(result)
-                    sink.write(
-                        orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
-                    )
-                    _report_invalid(result)
+                total = _line_count(path) if show else None
+                with _progress(os.path.basename(path), total, show) as advance:
+                    for seen, result in enumerate(iter_check(path), start=1):
+                        summary.add(result)
+                        sink.write(
+                            orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
+                        )
+                        _report_invalid(result)
+                        if seen % 256 == 0:
+                            advance(256)
             sink.flush()
     except InputError as exc:
         click.echo(f"judge check: {exc}", err=True)
@@ -420,8 +421,9 @@ def calibrate_command(
 
 
 async def _grade_all(judge: Judge, cases: list[Any]) -> list[CaseResult]:
-    async with judge:
-        return list(await judge.grade(cases))
+    with _progress("calibrating", len(cases), sys.stderr.isatty()) as step:
+        async with judge:
+            return list(await judge.grade(cases, on_result=lambda _: step(1)))
 
 
 def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str) -> None:
@@ -502,16 +504,20 @@ async def _grade(
         summary.add(result)
     skip = {r.id for r in done}
     sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
+    show = sys.stderr.isatty()
     try:
         async with judge:
             for path in cases:
-                async for result in judge.iter_grade(path, skip=skip):
-                    summary.add(result)
-                    sink.write(
-                        orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
-                    )
-                    sink.flush()  # a finished result is never lost
-                    _report_invalid(result)
+                total = _line_count(path)
+                with _progress(os.path.basename(path), total and total - len(skip), show) as step:
+                    async for result in judge.iter_grade(path, skip=skip):
+                        summary.add(result)
+                        sink.write(
+                            orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
+                        )
+                        sink.flush()  # a finished result is never lost
+                        _report_invalid(result)
+                        step(1)
     finally:
         if output:
             sink.close()
@@ -734,23 +740,24 @@ def _report_invalid(result: CaseResult) -> None:
 
 
 @contextmanager
-def _progress(path: str, results: Iterator[CaseResult]) -> Iterator[Iterator[CaseResult]]:
-    """A progress bar on standard error, over the file's line count."""
+def _progress(label: str, total: int | None, show: bool) -> Iterator[Callable[[int], None]]:
+    """A transient progress bar on standard error (when `show`); yields `advance(n)`."""
+    if not show:
+        yield lambda n: None
+        return
     from rich.console import Console
     from rich.progress import Progress
 
-    with open(path, "rb") as handle:
-        total = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
     with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(os.path.basename(path), total=total or None)
+        task = bar.add_task(label, total=total or None)
+        yield lambda n: bar.advance(task, n)
 
-        def advance() -> Iterator[CaseResult]:
-            for seen, result in enumerate(results, start=1):
-                if seen % 256 == 0:
-                    bar.update(task, completed=seen)
-                yield result
 
-        yield advance()
+def _line_count(path: str) -> int | None:
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
 if __name__ == "__main__":
