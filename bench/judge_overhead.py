@@ -1,6 +1,7 @@
-"""Judge overhead against a loopback chat server that answers every request after a fixed
-latency: requests per second as a fraction of the ideal (concurrency / latency), with DeepEval's
-ArgumentCorrectnessMetric and Phoenix's ToolSelectionEvaluator on the same server and cases.
+"""Judge overhead against a loopback chat server (in a child process) that answers every request
+after a fixed latency: requests per second as a fraction of the ideal (concurrency / latency),
+with DeepEval's ArgumentCorrectnessMetric and Phoenix's ToolSelectionEvaluator on the same server
+and cases.
 
     python bench/judge_overhead.py [--cases 2000] [--concurrency 64] [--latency 0.1] [--json]
                                    [--python PATH]   # an interpreter with deepeval / phoenix
@@ -258,7 +259,8 @@ class ServerProcess:
         try:
             self._conn.send(command)
         except OSError as exc:
-            raise RuntimeError(f"loopback server process gone ({exc})") from exc
+            raise RuntimeError(f"loopback server process gone ({exc}; exit code "
+                               f"{self._proc.exitcode})") from exc
         return self._receive(command)
 
     def reset(self) -> None:
@@ -270,9 +272,10 @@ class ServerProcess:
         return Traffic(*(int(v) for v in self._ask("stats")))
 
     def stop(self) -> None:
-        """Ask the server process to exit, and wait for it."""
-        self._ask("stop")
-        self._proc.join(SERVER_TIMEOUT_S)
+        """Ask the server process to exit, and wait for it (`kill` if it does not)."""
+        if self._proc.is_alive():
+            self._ask("stop")
+            self._proc.join(SERVER_TIMEOUT_S)
 
     def kill(self) -> None:
         """Terminate the server process if it is still running (idempotent)."""
