@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import orjson
+from jinja2 import TemplateError
 from pydantic import ValidationError
 
 from judge._cache import VerdictCache, cache_key, default_cache_dir
@@ -38,6 +39,8 @@ from judge._verdict import (
     ArgumentVerdict,
     JudgeOutcome,
     Provenance,
+    SelectionCategory,
+    SelectionLabel,
     SelectionVerdict,
     Usage,
     arguments_schema,
@@ -307,7 +310,15 @@ class Judge:
                 provenance=self.provenance(),
             )
             return checked.model_copy(update={"judge": outcome})
-        selection, arguments, questions = self.questions(case, checked)
+        try:
+            selection, arguments, questions = self.questions(case, checked)
+        except TemplateError as exc:  # a rubric that cannot render this case: judge_error
+            outcome = JudgeOutcome(
+                status="judge_error",
+                provenance=self.provenance(),
+                error=f"the rubric cannot render this case: {exc}",
+            )
+            return checked.model_copy(update={"judge": outcome})
         tally = _Tally()
         flips: list[float] = []
         error: ReplyError | None = None
@@ -373,7 +384,8 @@ class Judge:
                     "selection",
                     rubric,
                     rubric.render(variables),
-                    selection_schema(rubric.reasoning_max_length),
+                    selection_schema(rubric.reasoning_max_length, rubric.decide_action),
+                    tuple(range(len(case.tool_calls))),
                 )
             )
         derived: list[ArgumentVerdict] = []
@@ -508,6 +520,8 @@ def grade(cases: Any, **options: Any) -> CheckResults:
 
 def _parser(question: Question) -> Callable[[Any], Any]:
     if question.dimension == "selection":
+        if question.rubric.decide_action:
+            return lambda data: settle_selection(data, called=bool(question.calls))
         return SelectionVerdict.model_validate
 
     def parse(data: Any) -> list[ArgumentVerdict]:
@@ -545,6 +559,45 @@ def _majority_arguments(
         for verdict in sample:
             by_call.setdefault(verdict.call, []).append(verdict)
     return [_majority(verdicts) for verdicts in by_call.values()]
+
+
+# (needed action, action taken) -> the verdict and category they settle; None: the judge's own.
+_SETTLED: dict[tuple[str, str], tuple[SelectionLabel, SelectionCategory] | None] = {
+    ("call_tool", "call_tool"): None,
+    ("call_tool", "ask_user"): ("incorrect", "needless_ask"),
+    ("call_tool", "answer_directly"): ("incorrect", "missing_call"),
+    ("ask_user", "call_tool"): ("incorrect", "should_ask"),
+    ("ask_user", "ask_user"): ("correct", "right_ask"),
+    ("ask_user", "answer_directly"): ("incorrect", "should_ask"),
+    ("answer_directly", "call_tool"): ("incorrect", "unnecessary_call"),
+    ("answer_directly", "ask_user"): ("incorrect", "needless_ask"),
+    ("answer_directly", "answer_directly"): ("correct", "right_no_call"),
+}
+
+
+def settle_selection(data: Any, *, called: bool) -> SelectionVerdict:
+    """A selection verdict from the needed and the taken action (a `decide_action` rubric).
+    Whether the assistant called a tool is a fact, not the judge's say."""
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    needed = str(data.get("needed_action"))
+    taken = "call_tool" if called else str(data.get("assistant_action"))
+    if taken == "call_tool" and not called:
+        taken = "answer_directly"  # no call was made, whatever the judge read
+    if (needed, taken) not in _SETTLED:
+        raise ValueError(
+            "needed_action and assistant_action must be call_tool, ask_user or answer_directly"
+        )
+    verdict = SelectionVerdict.model_validate(data)
+    settled = _SETTLED[(needed, taken)]
+    reasoning = f"needed: {needed}; taken: {taken}. {verdict.reasoning}"
+    if settled is None:
+        category = verdict.category if verdict.verdict == "incorrect" else "right_call"
+        return verdict.model_copy(update={"reasoning": reasoning, "category": category})
+    label, category = settled
+    return verdict.model_copy(
+        update={"reasoning": reasoning, "verdict": label, "category": category}
+    )
 
 
 def _derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:

@@ -67,6 +67,10 @@ class _Header(BaseModel):
     """`maxLength` of the free-text reasoning in the reply schema (keeps a small judge brief)."""
     per_call: bool = False
     """Arguments only: ask once per call instead of once for all the calls of a case."""
+    decide_action: bool = False
+    """Selection only: the judge first names the action the request needs and the action the
+    assistant took; the verdict follows from the two (for a small judge, which is better at
+    classifying than at comparing)."""
 
 
 def _neutralise(value: Any) -> Any:
@@ -96,6 +100,7 @@ class Rubric:
     labels: tuple[str, ...]
     reasoning_max_length: int | None
     per_call: bool
+    decide_action: bool
     path: str
     sha256: str
     source: str
@@ -199,6 +204,7 @@ def load_rubric(path: str | Path) -> Rubric:
         labels=header.labels,
         reasoning_max_length=header.reasoning_max_length,
         per_call=header.per_call,
+        decide_action=header.decide_action,
         path=str(path),
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         source=body,

@@ -148,11 +148,17 @@ class JudgeOutcome(BaseModel):
         return "correct" if all(v == "correct" for v in applicable) else "incorrect"
 
 
-def selection_schema(max_reasoning: int | None) -> dict[str, Any]:
-    """The JSON Schema the judge's selection reply must fit (strict-mode compatible)."""
+ACTIONS = ("call_tool", "ask_user", "answer_directly")
+
+
+def selection_schema(max_reasoning: int | None, decide_action: bool = False) -> dict[str, Any]:
+    """The JSON Schema the judge's selection reply must fit (strict-mode compatible). With
+    `decide_action`, the needed and the taken action come before the verdict."""
+    actions = {"type": "string", "enum": list(ACTIONS)}
     return _object(
         {
             "reasoning": _text(max_reasoning),
+            **({"needed_action": actions, "assistant_action": actions} if decide_action else {}),
             "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
             "category": {"type": "string", "enum": list(SELECTION_CATEGORIES)},
         }

@@ -433,7 +433,7 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
     def number(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.2f}"
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     for title, stats in (
         ("judge vs labels", record.dimensions),
         ("deterministic checks vs labels", record.deterministic),

@@ -371,3 +371,17 @@ def test_a_case_without_response_is_skipped(server: ChatServer, tmp_path: Path) 
     result = only(server, tmp_path, data)
     assert result.judge is not None and result.judge.status == "skipped"
     assert server.chat_requests == []
+
+
+def test_a_rubric_that_cannot_render_a_case_is_a_judge_error(server: ChatServer,
+                                                             tmp_path: Path) -> None:
+    from judge._rubric import builtin_rubrics_dir
+
+    for source in builtin_rubrics_dir().glob("*.j2"):
+        text = source.read_text()
+        if "dimension = \"selection\"" in text:  # a rubric reading a key not every tool has
+            text = text.replace("{{ tool.name }}", "{{ tool.name }} {{ tool.parameters.required }}")
+        (tmp_path / source.name).write_text(text)
+    results = run(make_judge(server, tmp_path, rubrics=tmp_path), [NO_CALL, PARIS])
+    assert [r.judge.status for r in results if r.judge] == ["judge_error", "judge_error"]
+    assert "cannot render" in (results[0].judge.error or "")  # type: ignore[union-attr]
