@@ -373,15 +373,133 @@ def test_a_case_without_response_is_skipped(server: ChatServer, tmp_path: Path) 
     assert server.chat_requests == []
 
 
-def test_a_rubric_that_cannot_render_a_case_is_a_judge_error(server: ChatServer,
-                                                             tmp_path: Path) -> None:
+def test_a_rubric_that_cannot_render_a_case_is_a_judge_error(
+    server: ChatServer, tmp_path: Path
+) -> None:
     from judge._rubric import builtin_rubrics_dir
 
     for source in builtin_rubrics_dir().glob("*.j2"):
         text = source.read_text()
-        if "dimension = \"selection\"" in text:  # a rubric reading a key not every tool has
+        if 'dimension = "selection"' in text:  # a rubric reading a key not every tool has
             text = text.replace("{{ tool.name }}", "{{ tool.name }} {{ tool.parameters.required }}")
         (tmp_path / source.name).write_text(text)
     results = run(make_judge(server, tmp_path, rubrics=tmp_path), [NO_CALL, PARIS])
     assert [r.judge.status for r in results if r.judge] == ["judge_error", "judge_error"]
     assert "cannot render" in (results[0].judge.error or "")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("needed", "taken", "called", "judge_says", "settled"),
+    [
+        pytest.param(
+            "call_tool",
+            "call_tool",
+            True,
+            "correct",
+            ("correct", "right_call"),
+            id="right-call-judge-decides",
+        ),
+        pytest.param(
+            "call_tool",
+            "call_tool",
+            True,
+            "incorrect",
+            ("incorrect", "wrong_tool"),
+            id="wrong-tool-judge-decides",
+        ),
+        pytest.param(
+            "ask_user",
+            "call_tool",
+            True,
+            "correct",
+            ("incorrect", "should_ask"),
+            id="called-but-should-ask",
+        ),
+        pytest.param(
+            "answer_directly",
+            "call_tool",
+            True,
+            "correct",
+            ("incorrect", "unnecessary_call"),
+            id="unnecessary-call",
+        ),
+        pytest.param(
+            "call_tool",
+            "answer_directly",
+            False,
+            "correct",
+            ("incorrect", "missing_call"),
+            id="missing-call",
+        ),
+        pytest.param(
+            "ask_user", "ask_user", False, "incorrect", ("correct", "right_ask"), id="rightly-asked"
+        ),
+        pytest.param(
+            "answer_directly",
+            "answer_directly",
+            False,
+            "incorrect",
+            ("correct", "right_no_call"),
+            id="rightly-answered",
+        ),
+        pytest.param(
+            "call_tool",
+            "ask_user",
+            False,
+            "correct",
+            ("incorrect", "needless_ask"),
+            id="needless-ask",
+        ),
+        pytest.param(
+            "answer_directly",
+            "call_tool",
+            False,
+            "correct",
+            ("correct", "right_no_call"),
+            id="no-call-made-whatever-the-judge-read",
+        ),
+    ],
+)
+def test_decided_actions_settle_the_selection(
+    needed: str, taken: str, called: bool, judge_says: str, settled: tuple[str, str]
+) -> None:
+    from judge._grade import settle_selection
+
+    category = "right_call" if judge_says == "correct" else "wrong_tool"
+    verdict = settle_selection(
+        {
+            "reasoning": "r",
+            "needed_action": needed,
+            "assistant_action": taken,
+            "verdict": judge_says,
+            "category": category,
+        },
+        called=called,
+    )
+    assert (verdict.verdict, verdict.category) == settled
+    assert verdict.reasoning.startswith(f"needed: {needed}")
+
+
+def test_small_rubric_asks_for_the_actions(server: ChatServer, tmp_path: Path) -> None:
+    from judge import load_rubrics
+
+    def decide(body: dict[str, Any]) -> Reply:
+        schema = requested_schema(body)
+        if "needed_action" not in schema["properties"]:
+            return answer(body)
+        reply = {
+            "reasoning": "a tool fits",
+            "needed_action": "ask_user",
+            "assistant_action": "call_tool",
+            "verdict": "correct",
+            "category": "right_call",
+        }
+        return bad(json.dumps(reply))
+
+    server.default = decide
+    result = only(server, tmp_path, PARIS, rubrics=load_rubrics(kind="small"))
+    assert result.judge is not None and result.judge.selection is not None
+    assert (result.judge.selection.verdict, result.judge.selection.category) == (
+        "incorrect",
+        "should_ask",
+    )
