@@ -1,0 +1,77 @@
+"""Grounding: which argument values the conversation never mentions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from judge import load_cases
+from judge._grounding import ungrounded_values
+from tests.helpers import call, case, tool
+
+ANY = {"type": "object"}
+
+
+def ungrounded(arguments: dict[str, Any], said: str, **extra: Any) -> list[tuple[str, Any]]:
+    data = case(
+        [call("f", arguments)],
+        tools=[tool("f", ANY)],
+        messages=[{"role": "user", "content": said}],
+        **extra,
+    )
+    [loaded] = load_cases([data])
+    return [(u.path, u.value) for u in ungrounded_values(loaded)]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said", "found"),
+    [
+        pytest.param({"city": "Paris"}, "weather in paris?", [], id="case-insensitive"),
+        pytest.param({"city": "New York"}, "weather in new\n york", [], id="spaces-collapsed"),
+        pytest.param({"city": "Lyon"}, "weather in Paris", [("/city", "Lyon")], id="invented"),
+        pytest.param({"days": 5}, "the next 5 days", [], id="number-said"),
+        pytest.param({"days": 5}, "the next 15 days", [("/days", 5)], id="number-inside-another"),
+        pytest.param({"amount": 20.0}, "refund 20 dollars", [], id="float-written-as-int"),
+        pytest.param(
+            {"flag": True, "empty": "", "none": None},
+            "x",
+            [],
+            id="booleans-empty-and-null-are-not-evidence",
+        ),
+        pytest.param(
+            {"to": ["ann@x.io", "bob@x.io"]},
+            "mail ann@x.io",
+            [("/to/1", "bob@x.io")],
+            id="inside-a-list",
+        ),
+        pytest.param(
+            {"a/b": {"c": "zz"}}, "nothing", [("/a~1b/c", "zz")], id="nested-with-pointer-escape"
+        ),
+    ],
+)
+def test_ungrounded_values(
+    arguments: dict[str, Any], said: str, found: list[tuple[str, Any]]
+) -> None:
+    assert ungrounded(arguments, said) == found
+
+
+def test_tool_results_ground_values_but_assistant_text_does_not() -> None:
+    messages = [
+        {"role": "user", "content": "refund my last order"},
+        {"role": "assistant", "content": "Is it ord_9?"},
+        {"role": "tool", "content": '{"last_order": "ord_7"}'},
+    ]
+    data = case(
+        [call("f", {"order": "ord_7"}), call("f", {"order": "ord_9"})],
+        tools=[tool("f", ANY)],
+        messages=messages,
+    )
+    [loaded] = load_cases([data])
+    assert [(u.call, u.value) for u in ungrounded_values(loaded)] == [(1, "ord_9")]
+
+
+def test_unparseable_arguments_are_skipped() -> None:
+    data = case([call("f", "{bad")], tools=[tool("f", ANY)])
+    [loaded] = load_cases([data])
+    assert ungrounded_values(loaded) == ()
