@@ -1,0 +1,338 @@
+"""Commands around the judge: calibrate it, make and label samples, load BFCL files, and
+manage the embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from judge._calibration import CalibrationRecord, build_record, write_jsonl
+from judge._calibration import disagreements as find_disagreements
+from judge._cli_common import (
+    EXIT_BELOW_THRESHOLD,
+    EXIT_ENDPOINT,
+    EXIT_UNREADABLE,
+    judge_options,
+    make_judge,
+    progress_bar,
+)
+from judge._client import JudgeEndpointError
+from judge._errors import InputError, JudgeError
+from judge._grade import Judge
+from judge._loading import load_cases
+from judge._report import render_report
+from judge._result import CaseResult
+
+
+@click.command("calibrate")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False, allow_dash=False))
+@click.option(
+    "-o",
+    "--output",
+    default="calibration.json",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="The calibration record.",
+)
+@click.option(
+    "--min-kappa",
+    type=click.FloatRange(-1, 1),
+    default=0.6,
+    show_default=True,
+    help="Each dimension's kappa must reach this.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="The lower bound of the 95% interval must reach it, not just the kappa.",
+)
+@click.option(
+    "--results",
+    type=click.Path(dir_okay=False),
+    help="Per-case verdicts (default: <record stem>.results.jsonl beside it).",
+)
+@click.option(
+    "--disagreements",
+    type=click.Path(dir_okay=False),
+    help="Every disagreement (default: <record stem>.disagreements.jsonl).",
+)
+@click.option("--report", type=click.Path(dir_okay=False), help="Write an HTML report here.")
+@judge_options
+@click.option(
+    "--format",
+    "summary_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+)
+def calibrate_command(
+    sample: str,
+    output: str,
+    min_kappa: float,
+    strict: bool,
+    results: str | None,
+    disagreements: str | None,
+    report: str | None,
+    summary_format: str,
+    **judge_options: Any,
+) -> None:
+    """Measure the judge against the hand labels of SAMPLE: Cohen's kappa per dimension."""
+    stem = Path(output).with_suffix("")
+    results = results or f"{stem}.results.jsonl"
+    disagreements = disagreements or f"{stem}.disagreements.jsonl"
+    try:
+        judge = make_judge(judge_options)
+        loaded = load_cases(sample)
+    except (JudgeError, InputError) as exc:
+        click.echo(f"judge calibrate: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    for error in loaded.errors:
+        click.echo(f"judge calibrate: skipped {error}", err=True)
+    cases = list(loaded)
+    try:
+        graded = asyncio.run(_grade_all(judge, cases))
+    except JudgeEndpointError as exc:
+        click.echo(f"judge calibrate: {exc}", err=True)
+        sys.exit(EXIT_ENDPOINT)
+    record = build_record(
+        cases=cases,
+        results=graded,
+        fingerprint=judge.fingerprint(),
+        threshold=min_kappa,
+        strict=strict,
+        sample=sample,
+        results_path=results,
+        disagreements_path=disagreements,
+    )
+    rows = find_disagreements(cases, graded)
+    write_jsonl(results, (r.to_json_dict() for r in graded))
+    write_jsonl(disagreements, rows)
+    Path(output).write_text(record.model_dump_json(indent=2) + "\n")
+    if report:
+        Path(report).write_text(render_report(record, rows), encoding="utf-8")
+    if summary_format == "json":
+        click.echo(record.model_dump_json(indent=2))
+    else:
+        _print_calibration(record, len(rows), output)
+    sys.exit(0 if record.passed else EXIT_BELOW_THRESHOLD)
+
+
+async def _grade_all(judge: Judge, cases: list[Any]) -> list[CaseResult]:
+    with progress_bar("calibrating", len(cases), sys.stderr.isatty()) as step:
+        async with judge:
+            return list(await judge.grade(cases, on_result=lambda _: step(1)))
+
+
+def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    def number(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    for title, stats in (
+        ("judge vs labels", record.dimensions),
+        ("deterministic checks vs labels", record.deterministic),
+    ):
+        if not stats:
+            continue
+        table = Table(title=title, title_justify="left")
+        for column in (
+            "dimension",
+            "n",
+            "kappa",
+            "95% CI",
+            "agreement",
+            "TPR",
+            "TNR",
+            "confusion [[cc, ci], [ic, ii]]",
+            "excluded",
+            "passed",
+        ):
+            table.add_column(column)
+        for name, dim in stats.items():
+            ci = "n/a" if dim.ci_low is None else f"[{dim.ci_low:.2f}, {dim.ci_high:.2f}]"
+            excluded = ", ".join(f"{k} {v}" for k, v in dim.excluded.items() if v) or "-"
+            passed = "-" if dim.passed is None else ("yes" if dim.passed else "NO")
+            table.add_row(
+                name,
+                str(dim.n),
+                number(dim.kappa),
+                ci,
+                number(dim.agreement),
+                number(dim.tpr),
+                number(dim.tnr),
+                str([list(r) for r in dim.confusion.matrix]),
+                excluded,
+                passed,
+            )
+        console.print(table)
+        for name, dim in stats.items():
+            if dim.degenerate or dim.note:
+                console.print(f"{name}: {dim.note or dim.degenerate}")
+    verdict = "PASSED" if record.passed else "NOT PASSED"
+    console.print(
+        f"{verdict}: kappa >= {record.threshold}"
+        f"{' (CI lower bound)' if record.strict else ''}; {record.judge_errors} "
+        f"judge errors excluded; {disagreeing} disagreements in {record.disagreements};"
+        f" record: {output}"
+    )
+
+
+@click.command("sample")
+@click.argument("cases", type=click.Path(exists=True, dir_okay=False))
+@click.option("--n", "size", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option(
+    "--stratify",
+    default="tool,expected_behavior,failure",
+    show_default=True,
+    help="Comma-separated: tool, expected_behavior, failure, label, meta.KEY.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def sample_command(cases: str, size: int, stratify: str, seed: int, output: str) -> None:
+    """Draw a stratified, seeded sample of CASES to label by hand (rare strata kept)."""
+    from judge._sample import draw, read_lines
+
+    try:
+        raw, loaded = read_lines(cases)
+        chosen = draw(loaded, size, [f.strip() for f in stratify.split(",") if f.strip()], seed)
+    except (JudgeError, ValueError) as exc:
+        click.echo(f"judge sample: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    Path(output).write_bytes(b"".join(raw[i] + b"\n" for i in chosen))
+    click.echo(f"{len(chosen)} of {len(loaded)} cases -> {output}")
+
+
+@click.command("bfcl")
+@click.argument("questions", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--answers",
+    type=click.Path(exists=True, dir_okay=False),
+    help="BFCL's possible_answer file for the same category.",
+)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def bfcl_command(questions: str, answers: str | None, output: str) -> None:
+    """Convert a BFCL category file (as shipped in bfcl-eval) into cases."""
+    from judge._bfcl import bfcl_cases
+
+    try:
+        cases = bfcl_cases(questions, answers)
+    except JudgeError as exc:
+        click.echo(f"judge bfcl: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    Path(output).write_bytes(
+        b"".join(orjson.dumps(c, option=orjson.OPT_APPEND_NEWLINE) for c in cases)
+    )
+    click.echo(f"{len(cases)} cases -> {output}")
+
+
+@click.command("label")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False))
+@click.option("--relabel", is_flag=True, help="Ask again about cases already labelled.")
+def label_command(sample: str, relabel: bool) -> None:
+    """Label SAMPLE by hand in the terminal: saves after every answer, resumes where it
+    stopped. The labels mean what the labelling rule in calibration/README.md says."""
+    from judge._label import label_file
+
+    try:
+        done, left = label_file(sample, relabel=relabel)
+    except JudgeError as exc:
+        click.echo(f"judge label: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    click.echo(f"labelled {done} cases; {left} left" + (" (run again to go on)" if left else ""))
+
+
+@click.group("labels")
+def labels_group() -> None:
+    """Label a sample in a spreadsheet: export to CSV, fill in, import back."""
+
+
+@labels_group.command("export")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def labels_export(sample: str, output: str) -> None:
+    """Write SAMPLE as a CSV with `selection`, `arguments` and `note` columns to fill."""
+    from judge._sample import export_csv, read_lines
+
+    try:
+        _, loaded = read_lines(sample)
+    except JudgeError as exc:
+        click.echo(f"judge labels export: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    export_csv(output, loaded)
+    click.echo(f"{len(loaded)} cases -> {output}")
+
+
+@labels_group.command("import")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False))
+@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Where to write the labelled cases (default: SAMPLE itself).",
+)
+def labels_import(sample: str, csv_file: str, output: str | None) -> None:
+    """Copy the labels filled in CSV_FILE into the cases of SAMPLE (matched by id)."""
+    from judge._sample import import_csv, read_lines
+
+    try:
+        raw, loaded = read_lines(sample)
+        lines = import_csv(csv_file, raw, loaded)
+    except JudgeError as exc:
+        click.echo(f"judge labels import: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    Path(output or sample).write_bytes(b"".join(line + b"\n" for line in lines))
+    click.echo(f"labels of {csv_file} -> {output or sample}")
+
+
+@click.group("local")
+def local_group() -> None:
+    """The embedded default judge (no key, no network)."""
+
+
+@local_group.command("status")
+@click.option("--start", is_flag=True, help="Also start the server, to check that it runs.")
+def local_status(start: bool) -> None:
+    """Show the model path, its hash check, and whether the server runs."""
+    from judge import _local
+
+    if start:
+        try:
+            _local.local_endpoint()
+        except JudgeError as exc:
+            click.echo(f"judge local status: {exc}", err=True)
+    for key, value in _local.status().items():
+        click.echo(f"{key}: {value}")
+    if start:
+        _local.stop_local_server()
+
+
+@local_group.command("setup")
+def local_setup() -> None:
+    """Assemble and check the model file now (otherwise done on first use)."""
+    from judge import _local
+
+    try:
+        path = _local.assemble_model()
+    except JudgeError as exc:
+        click.echo(f"judge local setup: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    click.echo(f"model ready: {path} (sha256 {_local.MODEL_SHA256})")
+
+
+COMMANDS = (
+    calibrate_command,
+    sample_command,
+    bfcl_command,
+    label_command,
+    labels_group,
+    local_group,
+)
