@@ -25,6 +25,14 @@ from judge._client import (
     rejects_structured_output,
     resolve_endpoint,
 )
+from judge._decide import (
+    DERIVED_PROBLEMS,
+    agreement_with_checks,
+    derived_argument,
+    majority,
+    majority_arguments,
+    settle_selection,
+)
 from judge._errors import CaseError, JudgeError
 from judge._grounding import ungrounded_values
 from judge._loading import iter_cases
@@ -34,13 +42,9 @@ from judge._retry import RetryPolicy
 from judge._rubric import Rubric, RubricSet, load_rubrics
 from judge._structure import SchemaCache
 from judge._verdict import (
-    Agreement,
-    ArgumentProblem,
     ArgumentVerdict,
     JudgeOutcome,
     Provenance,
-    SelectionCategory,
-    SelectionLabel,
     SelectionVerdict,
     Usage,
     arguments_schema,
@@ -52,11 +56,6 @@ DEFAULT_SEED = 7
 MAX_REASKS = 2
 FormatChoice = Literal["auto", "json_schema", "json_object", "tool"]
 _FALLBACK: dict[str, ResponseFormat] = {"json_schema": "json_object", "json_object": "tool"}
-_DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
-    FailureKind.INVALID_JSON: "invalid_json",
-    FailureKind.UNKNOWN_NAME: "other",
-    FailureKind.SCHEMA_MISMATCH: "wrong_type",
-}
 
 
 class ReplyError(JudgeError):
@@ -331,10 +330,10 @@ class Judge:
                 error = error or exc
                 continue
             if question.dimension == "selection":
-                selection, flip = _majority(answers)
+                selection, flip = majority(answers)
                 flips.append(flip)
             else:
-                for verdict, flip in _majority_arguments(answers):
+                for verdict, flip in majority_arguments(answers):
                     arguments.append(verdict)
                     flips.append(flip)
         arguments.sort(key=lambda a: a.call)
@@ -350,7 +349,7 @@ class Judge:
             provenance=self.provenance(),
             trusted=self.trusted,
         )
-        outcome = outcome.model_copy(update={"agreement": _agreement(checked, outcome)})
+        outcome = outcome.model_copy(update={"agreement": agreement_with_checks(checked, outcome)})
         return checked.model_copy(update={"judge": outcome})
 
     def check(self, case: Case) -> CaseResult:
@@ -365,7 +364,7 @@ class Judge:
         variables = rubric_variables(case, checked)
         broken: dict[int, list[Failure]] = {}
         for failure in checked.failures:
-            if failure.call is not None and failure.kind in _DERIVED_PROBLEMS:
+            if failure.call is not None and failure.kind in DERIVED_PROBLEMS:
                 broken.setdefault(failure.call, []).append(failure)
         questions: list[Question] = []
         selection: SelectionVerdict | None = None
@@ -392,7 +391,7 @@ class Judge:
         judged: list[int] = []
         for index in range(len(case.tool_calls)):
             if index in broken and not self.judge_broken:
-                derived.append(_derived_argument(index, broken[index]))
+                derived.append(derived_argument(index, broken[index]))
             else:
                 judged.append(index)
         rubric = self.rubrics.arguments
@@ -538,97 +537,6 @@ def _parser(question: Question) -> Callable[[Any], Any]:
         return verdicts
 
     return parse
-
-
-V = TypeVar("V", SelectionVerdict, ArgumentVerdict)
-
-
-def _majority(answers: list[V]) -> tuple[V, float]:
-    """The majority verdict (ties: the first asked) and the share of samples against it."""
-    counts = Counter(a.verdict for a in answers)
-    top = max(counts.values())
-    chosen = next(a for a in answers if counts[a.verdict] == top)
-    return chosen, 1 - top / len(answers)
-
-
-def _majority_arguments(
-    answers: list[list[ArgumentVerdict]],
-) -> list[tuple[ArgumentVerdict, float]]:
-    by_call: dict[int, list[ArgumentVerdict]] = {}
-    for sample in answers:
-        for verdict in sample:
-            by_call.setdefault(verdict.call, []).append(verdict)
-    return [_majority(verdicts) for verdicts in by_call.values()]
-
-
-# (needed action, action taken) -> the verdict and category they settle; None: the judge's own.
-_SETTLED: dict[tuple[str, str], tuple[SelectionLabel, SelectionCategory] | None] = {
-    ("call_tool", "call_tool"): None,
-    ("call_tool", "ask_user"): ("incorrect", "needless_ask"),
-    ("call_tool", "answer_directly"): ("incorrect", "missing_call"),
-    ("ask_user", "call_tool"): ("incorrect", "should_ask"),
-    ("ask_user", "ask_user"): ("correct", "right_ask"),
-    ("ask_user", "answer_directly"): ("incorrect", "should_ask"),
-    ("answer_directly", "call_tool"): ("incorrect", "unnecessary_call"),
-    ("answer_directly", "ask_user"): ("incorrect", "needless_ask"),
-    ("answer_directly", "answer_directly"): ("correct", "right_no_call"),
-}
-
-
-def settle_selection(data: Any, *, called: bool) -> SelectionVerdict:
-    """A selection verdict from the needed and the taken action (a `decide_action` rubric).
-    Whether the assistant called a tool is a fact, not the judge's say."""
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
-    needed = str(data.get("needed_action"))
-    taken = "call_tool" if called else str(data.get("assistant_action"))
-    if taken == "call_tool" and not called:
-        taken = "answer_directly"  # no call was made, whatever the judge read
-    if (needed, taken) not in _SETTLED:
-        raise ValueError(
-            "needed_action and assistant_action must be call_tool, ask_user or answer_directly"
-        )
-    verdict = SelectionVerdict.model_validate(data)
-    settled = _SETTLED[(needed, taken)]
-    reasoning = f"needed: {needed}; taken: {taken}. {verdict.reasoning}"
-    if settled is None:
-        category = verdict.category if verdict.verdict == "incorrect" else "right_call"
-        return verdict.model_copy(update={"reasoning": reasoning, "category": category})
-    label, category = settled
-    return verdict.model_copy(
-        update={"reasoning": reasoning, "verdict": label, "category": category}
-    )
-
-
-def _derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:
-    problems: list[ArgumentProblem] = []
-    for failure in failures:
-        problem: ArgumentProblem = _DERIVED_PROBLEMS[failure.kind]
-        if failure.kind == FailureKind.SCHEMA_MISMATCH:
-            if "required property" in failure.message:
-                problem = "missing_value"
-            elif "Additional properties" in failure.message:
-                problem = "forbidden_extra"
-        if problem not in problems:
-            problems.append(problem)
-    return ArgumentVerdict(
-        call=index,
-        verdict="incorrect",
-        source="derived",
-        reasoning="; ".join(f"{f.kind.value}: {f.message}" for f in failures),
-        problems=tuple(problems),
-    )
-
-
-def _agreement(checked: CaseResult, outcome: JudgeOutcome) -> Agreement:
-    selection = None
-    if checked.tool_selection is not None and outcome.selection is not None:
-        selection = (outcome.selection.verdict == "correct") == checked.tool_selection
-    arguments = None
-    verdict = outcome.arguments_verdict
-    if checked.argument_values is not None and verdict is not None:
-        arguments = (verdict == "correct") == checked.argument_values
-    return Agreement(selection=selection, arguments=arguments)
 
 
 def _short(exc: BaseException) -> str:

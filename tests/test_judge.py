@@ -463,7 +463,7 @@ def test_a_rubric_that_cannot_render_a_case_is_a_judge_error(
 def test_decided_actions_settle_the_selection(
     needed: str, taken: str, called: bool, judge_says: str, settled: tuple[str, str]
 ) -> None:
-    from judge._grade import settle_selection
+    from judge._decide import settle_selection
 
     category = "right_call" if judge_says == "correct" else "wrong_tool"
     verdict = settle_selection(
