@@ -20,6 +20,15 @@ EXIT_UNREADABLE = 2
 EXIT_GATE = 3
 EXIT_ENDPOINT = 4
 
+summary_format_option = click.option(
+    "--format",
+    "summary_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="How to print the summary.",
+)
+
 
 def parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     if value is None:

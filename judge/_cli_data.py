@@ -20,6 +20,7 @@ from judge._cli_common import (
     judge_options,
     make_judge,
     progress_bar,
+    summary_format_option,
 )
 from judge._client import JudgeEndpointError
 from judge._errors import InputError, JudgeError
@@ -63,13 +64,7 @@ from judge._result import CaseResult
 )
 @click.option("--report", type=click.Path(dir_okay=False), help="Write an HTML report here.")
 @judge_options
-@click.option(
-    "--format",
-    "summary_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-)
+@summary_format_option
 def calibrate_command(
     sample: str,
     output: str,

@@ -27,6 +27,7 @@ from judge._cli_common import (
     progress_bar,
     report_invalid,
     require_files,
+    summary_format_option,
 )
 from judge._cli_data import COMMANDS
 from judge._client import JudgeEndpointError
@@ -53,14 +54,7 @@ def main() -> None:
     help="Write one result per line here (default: standard output, with the "
     "summary on standard error).",
 )
-@click.option(
-    "--format",
-    "summary_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="How to print the summary.",
-)
+@summary_format_option
 @click.option(
     "--fail-under",
     callback=parse_rate,
@@ -150,13 +144,7 @@ def check_command(
 @click.option(
     "--price-per-mtok", type=float, help="USD per million prompt tokens, to price a --dry-run."
 )
-@click.option(
-    "--format",
-    "summary_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-)
+@summary_format_option
 @click.option(
     "--fail-under",
     callback=parse_rate,
