@@ -19,7 +19,7 @@ from judge._values import ArgumentRule, Rules, is_matcher, json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
 _MAX_SHOWN = 120
-_EXHAUSTIVE = 3  # up to this many same-name calls, pairings are tried exhaustively
+_EXHAUSTIVE = 6  # up to this many same-name calls (720 pairings), try them all
 
 
 def check(cases: Any, *, rules: Rules | None = None) -> CheckResults:
