@@ -5,7 +5,7 @@ per dimension, with Cohen's kappa and a seeded bootstrap interval; and the recor
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -95,50 +95,40 @@ def fingerprint_sha256(fingerprint: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(fingerprint, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def judge_pairs(
-    cases: Iterable[Case], results: Iterable[CaseResult], dimension: Dimension
+def judge_verdict(result: CaseResult, dimension: Dimension) -> tuple[str | None, str]:
+    """The judge's case-level verdict on a dimension, or None and why there is none."""
+    judged = result.judge
+    if judged is None or judged.status != "ok":
+        return None, "judge_error" if judged and judged.status == "judge_error" else "no_verdict"
+    if dimension == "selection":
+        return (judged.selection.verdict if judged.selection else None), "no_verdict"
+    return judged.arguments_verdict, "no_verdict"
+
+
+def check_verdict(result: CaseResult, dimension: Dimension) -> tuple[str | None, str]:
+    """The deterministic checks as a verdict (`tool_selection`, `argument_values`)."""
+    value = result.tool_selection if dimension == "selection" else result.argument_values
+    return (None if value is None else "correct" if value else "incorrect"), "no_verdict"
+
+
+def pairs_of(
+    cases: Iterable[Case],
+    results: Iterable[CaseResult],
+    dimension: Dimension,
+    verdict_of: Callable[[CaseResult, Dimension], tuple[str | None, str]] = judge_verdict,
 ) -> tuple[list[tuple[str, str]], dict[str, int]]:
     """(label, verdict) pairs of one dimension, and the count of cases left out by reason."""
     pairs: list[tuple[str, str]] = []
     excluded = {"judge_error": 0, "no_label": 0, "no_verdict": 0}
     for case, result in zip(cases, results, strict=True):
         label = getattr(case.labels, dimension, None) if case.labels else None
+        verdict, reason = verdict_of(result, dimension)
         if label is None:
             excluded["no_label"] += 1
-            continue
-        judged = result.judge
-        if judged is None or judged.status != "ok":
-            excluded[
-                "judge_error" if judged and judged.status == "judge_error" else "no_verdict"
-            ] += 1
-            continue
-        if dimension == "selection":
-            verdict = judged.selection.verdict if judged.selection else None
+        elif verdict is None:
+            excluded[reason] += 1
         else:
-            verdict = judged.arguments_verdict
-        if verdict is None:
-            excluded["no_verdict"] += 1
-            continue
-        pairs.append((label, verdict))
-    return pairs, excluded
-
-
-def check_pairs(
-    cases: Iterable[Case], results: Iterable[CaseResult], dimension: Dimension
-) -> tuple[list[tuple[str, str]], dict[str, int]]:
-    """The same pairs for the deterministic checks (`tool_selection`, `argument_values`)."""
-    field_name = "tool_selection" if dimension == "selection" else "argument_values"
-    pairs: list[tuple[str, str]] = []
-    excluded = {"no_label": 0, "no_verdict": 0}
-    for case, result in zip(cases, results, strict=True):
-        label = getattr(case.labels, dimension, None) if case.labels else None
-        value = getattr(result, field_name)
-        if label is None:
-            excluded["no_label"] += 1
-        elif value is None:
-            excluded["no_verdict"] += 1
-        else:
-            pairs.append((label, "correct" if value else "incorrect"))
+            pairs.append((label, verdict))
     return pairs, excluded
 
 
@@ -231,9 +221,9 @@ def build_record(
     dimensions: dict[str, DimensionStats] = {}
     deterministic: dict[str, DimensionStats] = {}
     for dimension in DIMENSIONS:
-        pairs, excluded = judge_pairs(cases, results, dimension)
+        pairs, excluded = pairs_of(cases, results, dimension)
         dimensions[dimension] = dimension_stats(pairs, excluded, threshold, strict)
-        check, check_excluded = check_pairs(cases, results, dimension)
+        check, check_excluded = pairs_of(cases, results, dimension, check_verdict)
         if check:
             deterministic[dimension] = dimension_stats(check, check_excluded)
     return CalibrationRecord(
@@ -260,12 +250,8 @@ def disagreements(cases: list[Case], results: list[CaseResult]) -> list[dict[str
         judged = result.judge
         if judged is None or judged.status != "ok" or case.labels is None:
             continue
-        verdicts = {
-            "selection": judged.selection.verdict if judged.selection else None,
-            "arguments": judged.arguments_verdict,
-        }
         for dimension in DIMENSIONS:
-            label, verdict = getattr(case.labels, dimension), verdicts[dimension]
+            label, (verdict, _) = getattr(case.labels, dimension), judge_verdict(result, dimension)
             if label is None or verdict is None or label == verdict:
                 continue
             if dimension == "selection" and judged.selection is not None:

@@ -8,6 +8,7 @@ import orjson
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge._calls import Response, ShapeError, normalise_response
+from judge._values import is_matcher
 
 Label = Literal["correct", "incorrect"]
 ExpectedBehavior = Literal["call", "no_call", "ask"]
@@ -85,7 +86,7 @@ class ExpectedCall(BaseModel):
     @classmethod
     def _check_matchers(cls, arguments: dict[str, Any]) -> dict[str, Any]:
         for key, value in arguments.items():
-            if isinstance(value, dict) and (value.keys() & _MATCHER_KEYS):
+            if is_matcher(value):
                 if not value.keys() <= _MATCHER_KEYS:
                     extra = sorted(value.keys() - _MATCHER_KEYS)
                     raise ValueError(f"argument {key!r}: unknown matcher keys {extra}")

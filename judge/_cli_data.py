@@ -24,6 +24,7 @@ from judge._cli_common import (
 )
 from judge._client import JudgeEndpointError
 from judge._errors import InputError, JudgeError
+from judge._files import write_atomically
 from judge._grade import Judge
 from judge._loading import load_cases
 from judge._report import render_report
@@ -284,7 +285,7 @@ def labels_import(sample: str, csv_file: str, output: str | None) -> None:
     except JudgeError as exc:
         click.echo(f"judge labels import: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    Path(output or sample).write_bytes(b"".join(line + b"\n" for line in lines))
+    write_atomically(output or sample, b"".join(line + b"\n" for line in lines))
     click.echo(f"labels of {csv_file} -> {output or sample}")
 
 

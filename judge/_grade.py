@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import orjson
 from jinja2 import TemplateError
@@ -51,7 +51,6 @@ from judge._verdict import (
     selection_schema,
 )
 
-T = TypeVar("T")
 DEFAULT_SEED = 7
 MAX_REASKS = 2
 FormatChoice = Literal["auto", "json_schema", "json_object", "tool"]
@@ -64,22 +63,6 @@ class ReplyError(JudgeError):
     def __init__(self, message: str, raw: str | None) -> None:
         super().__init__(message)
         self.raw = raw
-
-
-@dataclass
-class _Tally:
-    requests: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def usage(self) -> Usage:
-        return Usage(
-            requests=self.requests,
-            cached=self.cached,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-        )
 
 
 @dataclass(frozen=True)
@@ -135,13 +118,11 @@ class Judge:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
         self._endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key)
-        self._local = self._endpoint is None
         if isinstance(rubrics, RubricSet):
             self.rubrics = rubrics
-        else:
-            self.rubrics = load_rubrics(
-                rubrics, kind="small" if self._local and rubrics is None else "default"
-            )
+        else:  # the embedded model gets the rubrics made for a small judge
+            kind = "small" if self._endpoint is None and rubrics is None else "default"
+            self.rubrics = load_rubrics(rubrics, kind=kind)
         self.temperature = temperature
         self.seed = seed
         self.samples = samples
@@ -157,6 +138,7 @@ class Judge:
         self._client: ChatClient | None = None
         self._client_lock = asyncio.Lock()
         self._schemas = SchemaCache()
+        self._provenance: dict[ResponseFormat, Provenance] = {}
         self.trusted: bool | None = None
         """Set from a calibration record: False when its gate was overridden."""
 
@@ -175,17 +157,22 @@ class Judge:
         """The endpoint as recorded in provenance: its URL, or `embedded` for the local model."""
         return "embedded" if self._endpoint is None else self._endpoint.base_url
 
-    def provenance(self) -> Provenance:
-        return Provenance(
-            model=self.model,
-            endpoint=self.endpoint_label,
-            temperature=self.temperature,
-            seed=self.seed,
-            reasoning_effort=self.reasoning_effort,
-            response_format=self._mode,
-            extra=self.extra_body,
-            rubrics=self.rubrics.refs,
-        )
+    def provenance(self, mode: ResponseFormat | None = None) -> Provenance:
+        """The judge as recorded with a verdict (with the structured-output format in use).
+        Built once per format: it goes with every case and into every cache key."""
+        mode = mode or self._mode
+        if mode not in self._provenance:
+            self._provenance[mode] = Provenance(
+                model=self.model,
+                endpoint=self.endpoint_label,
+                temperature=self.temperature,
+                seed=self.seed,
+                reasoning_effort=self.reasoning_effort,
+                response_format=mode,
+                extra=self.extra_body,
+                rubrics=self.rubrics.refs,
+            )
+        return self._provenance[mode]
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything about the judge that could change a verdict (no key, ever): what a
@@ -318,7 +305,7 @@ class Judge:
                 error=f"the rubric cannot render this case: {exc}",
             )
             return checked.model_copy(update={"judge": outcome})
-        tally = _Tally()
+        tally: Counter[str] = Counter()
         flips: list[float] = []
         error: ReplyError | None = None
         for question in questions:
@@ -345,7 +332,7 @@ class Judge:
             flip_rate=(sum(flips) / len(flips)) if self.samples > 1 and flips else None,
             error=str(error) if error else None,
             raw=error.raw if error else None,
-            usage=tally.usage(),
+            usage=Usage(**tally),
             provenance=self.provenance(),
             trusted=self.trusted,
         )
@@ -434,17 +421,16 @@ class Judge:
         return plan
 
     def _key(self, question: Question, sample: int, mode: ResponseFormat) -> str:
-        judge = self.provenance().model_dump(mode="json") | {"response_format": mode}
         return cache_key(
             {
-                "judge": judge,
+                "judge": self.provenance(mode).model_dump(mode="json"),
                 "messages": question.messages,
                 "schema": question.schema,
                 "sample": sample,
             }
         )
 
-    async def _ask(self, question: Question, sample: int, tally: _Tally) -> Any:
+    async def _ask(self, question: Question, sample: int, tally: Counter[str]) -> Any:
         """A validated answer to one question: from the cache, or asked (re-asked when the
         reply cannot be used, at most MAX_REASKS times)."""
         parse = _parser(question)
@@ -453,7 +439,7 @@ class Judge:
         if self._cache is not None:
             hit = await self._cache.get(key)
             if hit is not None:
-                tally.cached += 1
+                tally["cached"] += 1
                 return parse(hit)
         chat = await self._chat()
         conversation = list(question.messages)
@@ -476,9 +462,11 @@ class Judge:
                     if self._mode != mode:
                         return await self._ask(question, sample, tally)
                 raise ReplyError(str(exc), raw) from None
-            tally.requests += 1
-            tally.prompt_tokens += reply.prompt_tokens
-            tally.completion_tokens += reply.completion_tokens
+            tally.update(
+                requests=1,
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+            )
             raw = reply.text or reply.refusal
             if reply.refusal:
                 raise ReplyError(f"the judge refused: {reply.refusal}", raw)
@@ -526,10 +514,9 @@ def _parser(question: Question) -> Callable[[Any], Any]:
     def parse(data: Any) -> list[ArgumentVerdict]:
         if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
             raise ValueError('expected {"verdicts": [...]}')
+        # Whatever the reply says, these verdicts were asked, not derived.
         verdicts = [
-            ArgumentVerdict.model_validate({**v, "source": "judge"})
-            if isinstance(v, dict)
-            else ArgumentVerdict.model_validate(v)
+            ArgumentVerdict.model_validate({**v, "source": "judge"} if isinstance(v, dict) else v)
             for v in data["verdicts"]
         ]
         if sorted(v.call for v in verdicts) != sorted(question.calls):

@@ -3,8 +3,6 @@ where it stopped."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import click
@@ -12,6 +10,7 @@ import orjson
 
 from judge._case import Case
 from judge._check import check_case
+from judge._files import write_atomically
 from judge._prompt import rubric_variables
 from judge._sample import read_lines
 
@@ -97,7 +96,6 @@ def _show(case: Case, position: int, total: int) -> None:
 
 
 def _save(path: str, rows: list[dict[str, Any]]) -> None:
-    target = Path(path)
-    partial = target.with_name(target.name + ".partial")
-    partial.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in rows))
-    os.replace(partial, target)
+    write_atomically(
+        path, b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in rows)
+    )

@@ -95,6 +95,13 @@ def fallback_id(source: str, line: int | None) -> str:
 
 
 def _iter_file(path: str | PathLike[str]) -> Iterator[Case | CaseError]:
+    for _, item in iter_lines(path):
+        yield item
+
+
+def iter_lines(path: str | PathLike[str]) -> Iterator[tuple[bytes, Case | CaseError]]:
+    """Each non-blank line of a JSONL file (`-`: standard input) with its case, or the
+    `CaseError` that stands in its place; the raw line lets a caller copy it verbatim."""
     name = str(path)
     if name == "-":
         yield from _iter_lines(sys.stdin.buffer, "<stdin>")
@@ -109,19 +116,20 @@ def _iter_file(path: str | PathLike[str]) -> Iterator[Case | CaseError]:
         yield from _iter_lines(stream, name)
 
 
-def _iter_lines(stream: BinaryIO, name: str) -> Iterator[Case | CaseError]:
+def _iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[bytes, Case | CaseError]]:
     for number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
+        line = raw.rstrip(b"\r\n")
         try:
-            data = orjson.loads(raw)
+            data = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            yield CaseError(f"not valid JSON: {exc}", source=name, line=number)
+            yield line, CaseError(f"not valid JSON: {exc}", source=name, line=number)
             continue
         try:
-            yield parse_case(data, source=name, line=number)
+            yield line, parse_case(data, source=name, line=number)
         except CaseError as exc:
-            yield exc
+            yield line, exc
 
 
 def _iter_frame(frame: pd.DataFrame) -> Iterator[Case | CaseError]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -102,9 +101,6 @@ _CHECK_COLUMNS = ("tool_selection", "schema_valid", "argument_values", "passed")
 
 class CheckResults(list[CaseResult]):
     """The results of `check`, in case order."""
-
-    def __init__(self, results: Iterable[CaseResult] = ()) -> None:
-        super().__init__(results)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per case; checks as nullable booleans, `failures` as a list of dicts,

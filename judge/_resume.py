@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
 from pydantic import ValidationError
 
+from judge._files import write_atomically
 from judge._result import CaseResult
 
 _DONE = ("ok", "skipped")
@@ -30,7 +30,5 @@ def finished_results(path: str | Path) -> list[CaseResult]:
             if result.judge is not None and result.judge.status in _DONE:
                 kept.append(result)
                 lines.append(raw if raw.endswith(b"\n") else raw + b"\n")
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(b"".join(lines))
-    os.replace(partial, path)
+    write_atomically(path, b"".join(lines))
     return kept

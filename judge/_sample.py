@@ -14,8 +14,8 @@ import orjson
 
 from judge._case import Case
 from judge._check import check_case
-from judge._errors import InputError
-from judge._loading import parse_case
+from judge._errors import CaseError, InputError
+from judge._loading import iter_lines
 
 STRATA: dict[str, Callable[[Case], str]] = {
     "tool": lambda c: ",".join(sorted({t.name for t in c.tool_calls})) or "(no call)",
@@ -66,18 +66,14 @@ def draw(cases: list[Case], n: int, fields: list[str], seed: int = 0) -> list[in
 
 
 def read_lines(path: str) -> tuple[list[bytes], list[Case]]:
-    """The raw lines of a JSONL file and their cases (bad lines raise, naming where)."""
-    try:
-        raw = [line for line in Path(path).read_bytes().splitlines() if line.strip()]
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read cases: {exc.strerror or exc}") from None
-    cases = []
-    for number, line in enumerate(raw, start=1):
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: not valid JSON: {exc}") from None
-        cases.append(parse_case(data, source=path, line=number))
+    """The raw lines of a JSONL file and their cases; a bad line raises, naming where."""
+    raw: list[bytes] = []
+    cases: list[Case] = []
+    for line, item in iter_lines(path):
+        if isinstance(item, CaseError):
+            raise item
+        raw.append(line)
+        cases.append(item)
     return raw, cases
 
 

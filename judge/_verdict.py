@@ -36,8 +36,6 @@ ArgumentProblem = Literal[
 
 
 SELECTION_CATEGORIES: tuple[str, ...] = get_args(SelectionCategory)
-CORRECT_CATEGORIES = frozenset(("right_call", "right_no_call", "right_ask"))
-"""The selection categories that go with a `correct` verdict; the others go with `incorrect`."""
 ARGUMENT_PROBLEMS: tuple[str, ...] = get_args(ArgumentProblem)
 
 

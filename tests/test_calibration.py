@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
 from judge import Case, CaseResult, Labels
-from judge._calibration import MIN_PAIRS, dimension_stats, judge_pairs
+from judge._calibration import MIN_PAIRS, dimension_stats, pairs_of
 from judge._verdict import ArgumentVerdict, JudgeOutcome, SelectionVerdict
 from judge.cli import main
 from tests.chat_server import ChatServer, Reply, answer
@@ -117,7 +117,7 @@ def test_case_level_arguments_verdict(arguments: list[str], verdict: str | None)
         passed=None,
         judge=outcome("correct", arguments),
     )
-    pairs, excluded = judge_pairs([labelled], [result], "arguments")
+    pairs, excluded = pairs_of([labelled], [result], "arguments")
     assert pairs == ([] if verdict is None else [("correct", verdict)])
     assert excluded["no_verdict"] == (verdict is None)
 
@@ -134,7 +134,7 @@ def test_judge_errors_and_unlabelled_cases_are_excluded_and_counted() -> None:
         judge=outcome("correct", []),
     )
     broken = ok.model_copy(update={"judge": outcome(None, [], status="judge_error")})
-    pairs, excluded = judge_pairs([labelled, labelled, unlabelled], [ok, broken, ok], "selection")
+    pairs, excluded = pairs_of([labelled, labelled, unlabelled], [ok, broken, ok], "selection")
     assert pairs == [("correct", "correct")]
     assert excluded == {"judge_error": 1, "no_label": 1, "no_verdict": 0}
 
@@ -233,36 +233,29 @@ def cases_file(tmp_path: Path) -> Path:
     return path
 
 
+def gated(server: ChatServer, tmp_path: Path, record: Path, *extra: str) -> Any:
+    """`judge grade` of one case under a calibration record."""
+    return invoke(
+        server, tmp_path, "grade", str(cases_file(tmp_path)), "--calibration", str(record), *extra
+    )
+
+
+def trusted(out: Path) -> Any:
+    return json.loads(out.read_text())["judge"]["trusted"]
+
+
 def test_the_gate_lets_a_calibrated_judge_run_trusted(server: ChatServer, tmp_path: Path) -> None:
     record = calibrated(server, tmp_path)
     out = tmp_path / "r.jsonl"
-    done = invoke(
-        server,
-        tmp_path,
-        "grade",
-        str(cases_file(tmp_path)),
-        "-o",
-        str(out),
-        "--calibration",
-        str(record),
-    )
+    done = gated(server, tmp_path, record, "-o", str(out))
     assert done.exit_code == 0, done.output
-    assert json.loads(out.read_text())["judge"]["trusted"] is True
+    assert trusted(out) is True
 
 
 def test_the_gate_refuses_another_judge(server: ChatServer, tmp_path: Path) -> None:
     record = calibrated(server, tmp_path)
     before = len(server.chat_requests)
-    done = invoke(
-        server,
-        tmp_path,
-        "grade",
-        str(cases_file(tmp_path)),
-        "--calibration",
-        str(record),
-        "--temperature",
-        "0.7",
-    )
+    done = gated(server, tmp_path, record, "--temperature", "0.7")
     assert done.exit_code == 3
     assert "another judge" in done.stderr and "temperature" in done.stderr
     assert len(server.chat_requests) == before  # refused before asking anything
@@ -271,25 +264,13 @@ def test_the_gate_refuses_another_judge(server: ChatServer, tmp_path: Path) -> N
 def test_the_gate_refuses_a_low_kappa_unless_forced(server: ChatServer, tmp_path: Path) -> None:
     record = tmp_path / "calibration.json"
     invoke(server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record))
-    refused = invoke(
-        server, tmp_path, "grade", str(cases_file(tmp_path)), "--calibration", str(record)
-    )
+    refused = gated(server, tmp_path, record)
     assert refused.exit_code == 3
     assert "under the threshold 0.6" in refused.stderr
     out = tmp_path / "r.jsonl"
-    forced = invoke(
-        server,
-        tmp_path,
-        "grade",
-        str(cases_file(tmp_path)),
-        "-o",
-        str(out),
-        "--calibration",
-        str(record),
-        "--force",
-    )
+    forced = gated(server, tmp_path, record, "-o", str(out), "--force")
     assert forced.exit_code == 0
-    assert json.loads(out.read_text())["judge"]["trusted"] is False
+    assert trusted(out) is False
 
 
 def test_strict_gate_uses_the_interval_lower_bound(server: ChatServer, tmp_path: Path) -> None:
@@ -303,26 +284,9 @@ def test_strict_gate_uses_the_interval_lower_bound(server: ChatServer, tmp_path:
     invoke(server, tmp_path, "calibrate", str(path), "-o", str(record))
     stats = json.loads(record.read_text())["dimensions"]["selection"]
     assert stats["kappa"] >= 0.6 > stats["ci_low"]
-    lenient = invoke(
-        server,
-        tmp_path,
-        "grade",
-        str(cases_file(tmp_path)),
-        "--calibration",
-        str(record),
-        "-o",
-        str(tmp_path / "a.jsonl"),
-    )
+    lenient = gated(server, tmp_path, record, "-o", str(tmp_path / "a.jsonl"))
     assert lenient.exit_code == 0
-    strict = invoke(
-        server,
-        tmp_path,
-        "grade",
-        str(cases_file(tmp_path)),
-        "--calibration",
-        str(record),
-        "--strict",
-    )
+    strict = gated(server, tmp_path, record, "--strict")
     assert strict.exit_code == 3
     assert "lower bound" in strict.stderr
 

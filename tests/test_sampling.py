@@ -193,3 +193,14 @@ def test_terminal_labeller_saves_every_answer_and_resumes(tmp_path: Path) -> Non
     screen.answer("arguments:", "n")
     assert "labelled 1 cases; 0 left" in screen.finish()
     assert labels(sample)[2] == {"selection": "incorrect", "arguments": None}
+
+
+def test_a_bad_line_in_a_sample_names_its_real_line_number(tmp_path: Path) -> None:
+    # Regression: blank lines were skipped before numbering, so the reported line was wrong.
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text(json.dumps(case([])) + "\n\n" + '{"id": "x", "tools": 3}\n')
+    done = CliRunner().invoke(
+        main, ["labels", "export", str(sample), "-o", str(tmp_path / "l.csv")]
+    )
+    assert done.exit_code == 2
+    assert f"{sample}:3" in done.stderr
