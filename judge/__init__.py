@@ -9,13 +9,24 @@ from judge._calls import Response, ToolCall
 from judge._case import Case, ExpectedCall, Labels, Tool
 from judge._check import check, check_case, iter_check
 from judge._client import JudgeEndpointError
+from judge._env import (
+    Environment,
+    StateDiff,
+    StateEnvironment,
+    StateReport,
+    ToolFailed,
+    replay,
+)
 from judge._errors import CaseError, InputError, JudgeError
 from judge._grade import Judge, ReplyError, grade
 from judge._grounding import UngroundedValue
 from judge._loading import LoadedCases, iter_cases, load_cases
+from judge._match import Match
+from judge._repeats import RepeatStats, pass_at_k, pass_hat_k, repeat_stats
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
 from judge._retry import RetryPolicy
 from judge._rubric import Rubric, RubricError, RubricSet, load_rubrics
+from judge._trajectory import TrajectoryReport
 from judge._values import ArgumentRule, Rules, json_equal
 from judge._verdict import (
     Agreement,
@@ -29,6 +40,14 @@ from judge._verdict import (
 
 __all__ = [
     "Agreement",
+    "Environment",
+    "Match",
+    "RepeatStats",
+    "StateDiff",
+    "StateEnvironment",
+    "StateReport",
+    "ToolFailed",
+    "TrajectoryReport",
     "ArgumentRule",
     "ArgumentVerdict",
     "Case",
@@ -60,6 +79,10 @@ __all__ = [
     "UngroundedValue",
     "Usage",
     "check",
+    "pass_at_k",
+    "pass_hat_k",
+    "repeat_stats",
+    "replay",
     "check_case",
     "grade",
     "iter_cases",

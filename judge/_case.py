@@ -8,6 +8,7 @@ import orjson
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge._calls import Response, ShapeError, normalise_response
+from judge._match import Match
 from judge._values import is_matcher
 
 Label = Literal["correct", "incorrect"]
@@ -121,6 +122,8 @@ class Case(BaseModel):
     """None: unknown (judge only); []: no tool should be called."""
     expected_behavior: ExpectedBehavior | None = None
     labels: Labels | None = None
+    match: Match | None = None
+    """How strictly the calls must follow `expected_calls` (see `Match`)."""
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("tools", mode="before")

@@ -5,16 +5,21 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
 
 import orjson
 
+from judge._calls import ShapeError, ToolCall
 from judge._case import Case, ExpectedCall
+from judge._env import EnvironmentFactory, StateReport, load_factory, replay
 from judge._errors import CaseError
 from judge._loading import fallback_id, iter_cases
+from judge._match import FOUNDATION, ArgsCompare, ArgsMode, Match
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
 from judge._structure import SchemaCache, parse_arguments, pointer
+from judge._trajectory import TrajectoryCall, TrajectoryReport, out_of_order, trajectory_calls
 from judge._values import ArgumentRule, Rules, is_matcher, json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
@@ -22,47 +27,135 @@ _MAX_SHOWN = 120
 _EXHAUSTIVE = 6  # up to this many same-name calls (720 pairings), try them all
 
 
-def check(cases: Any, *, rules: Rules | None = None) -> CheckResults:
+def check(
+    cases: Any,
+    *,
+    rules: Rules | None = None,
+    match: Match | str | dict[str, Any] | None = None,
+    env: EnvironmentFactory | str | None = None,
+) -> CheckResults:
     """Grade every case of `cases` (a JSONL path, a DataFrame, or an iterable of dicts or
     `Case`s). A malformed case becomes a result with an `InvalidCase` failure.
 
     `rules` loosens value matching per tool and argument: `{"get_weather": {"city":
     ArgumentRule(case_sensitive=False)}}`; "*" stands for any tool or any argument.
+    `match` grades trajectories: `Match(mode="unordered", args="subset")`, or just `"strict"`.
+    `env` (a factory, or `"module:factory"`) requires the reference's final state.
     """
-    return CheckResults(iter_check(cases, rules=rules))
+    return CheckResults(iter_check(cases, rules=rules, match=match, env=env))
 
 
-def iter_check(cases: Any, *, rules: Rules | None = None) -> Iterator[CaseResult]:
+def iter_check(
+    cases: Any,
+    *,
+    rules: Rules | None = None,
+    match: Match | str | dict[str, Any] | None = None,
+    env: EnvironmentFactory | str | None = None,
+) -> Iterator[CaseResult]:
     """Like `check`, one result at a time, so a large file is graded in flat memory."""
     schemas = SchemaCache()
+    settings = match if match is None or isinstance(match, Match) else Match.model_validate(match)
+    factory = load_factory(env) if env is not None else None
     for item in iter_cases(cases):
         if isinstance(item, CaseError):
             yield invalid_case_result(item)
         else:
-            yield check_case(item, rules=rules, schemas=schemas)
+            yield check_case(item, rules=rules, schemas=schemas, match=settings, env=factory)
 
 
 def invalid_case_result(error: CaseError) -> CaseResult:
     """The result standing in for a case that could not be read."""
-    failure = Failure(
-        call=None, kind=FailureKind.INVALID_CASE, path=error.pointer, message=str(error)
-    )
-    return CaseResult(
-        id=error.case_id or fallback_id(error.source, error.line),
-        tool_selection=None,
-        schema_valid=None,
-        argument_values=None,
-        passed=None,
-        failures=(failure,),
+    return _invalid(
+        error.case_id or fallback_id(error.source, error.line), error.pointer, str(error)
     )
 
 
 def check_case(
-    case: Case, *, rules: Rules | None = None, schemas: SchemaCache | None = None
+    case: Case,
+    *,
+    rules: Rules | None = None,
+    schemas: SchemaCache | None = None,
+    match: Match | None = None,
+    env: EnvironmentFactory | None = None,
 ) -> CaseResult:
-    """Grade one case against its tools and, where given, its `expected_calls`."""
+    """Grade one case against its tools and, where given, its `expected_calls`.
+
+    `match` sets how strictly calls must follow the reference (a case's own `match` wins
+    field by field); with a trajectory mode every call of the assistant turns counts, not only
+    the final response's. `env` replays the reference and the candidate's calls into fresh
+    environments and requires the same final state.
+    """
     schemas = schemas or SchemaCache()
-    calls = case.tool_calls
+    settings = case.match.merged_over(match) if case.match is not None else match
+    whole_path = (settings is not None and settings.mode is not None) or env is not None
+    located: list[tuple[ToolCall, str]]
+    if whole_path:
+        try:
+            located = trajectory_calls(case)
+        except ShapeError as exc:
+            return _invalid(case.id, exc.pointer, str(exc))
+    else:
+        located = [(call, "") for call in case.tool_calls]
+    calls = [call for call, _ in located]
+    parsed, problems, schema_valid = _structure(calls, case, schemas)
+
+    expected = case.expected_calls
+    state: StateReport | None = None
+    if env is not None and expected is not None:
+        try:
+            state = replay(
+                env, case, expected, list(zip([c.name for c in calls], parsed, strict=True))
+            )
+        except Exception as exc:  # a broken factory or snapshot: this case cannot be graded
+            return _invalid(case.id, "", f"the environment failed: {type(exc).__name__}: {exc}")
+        problems.extend(_state_problems(state))
+
+    if expected is None:
+        return _result(case, None, schema_valid, None, None, problems)
+    if env is not None and (settings is None or settings.mode is None):
+        # Only the end state matters.
+        passed = state.equal if state is not None else None
+        return _result(case, None, schema_valid, None, passed, problems, state=state)
+
+    how = settings or FOUNDATION
+    compared = _compare([c.name for c in calls], parsed, expected, how, rules)
+    problems.extend(compared.problems)
+    report = None
+    if how.mode is not None:
+        report = TrajectoryReport(
+            mode=how.mode,
+            args=how.args,
+            calls=tuple(
+                TrajectoryCall(index=i, name=call.name, source=source)
+                for i, (call, source) in enumerate(located)
+            ),
+            matched=tuple(sorted(compared.pairs)),
+            missing=tuple(compared.missing),
+            extra=tuple(compared.extra),
+            out_of_order=tuple(compared.out_of_order),
+            ignored=tuple(compared.ignored),
+        )
+    selection = compared.selection
+    in_order = not compared.out_of_order
+    structure_ok = schema_valid is not False
+    if not expected:
+        argument_values = None
+        passed = selection and in_order
+    elif how.args == "ignore" and not how.overrides:
+        argument_values = None
+        passed = selection and in_order and structure_ok
+    else:
+        argument_values = structure_ok and selection and compared.values_ok
+        passed = argument_values and in_order
+    if state is not None:
+        passed = passed and state.equal is True
+    return _result(case, selection, schema_valid, argument_values, passed, problems, report, state)
+
+
+def _structure(
+    calls: list[ToolCall], case: Case, schemas: SchemaCache
+) -> tuple[list[dict[str, Any] | None], list[tuple[int | None, Problem]], bool | None]:
+    """Parse every call's arguments and validate them against its tool's schema."""
     tools = {tool.name: tool for tool in case.tools}
     problems: list[tuple[int | None, Problem]] = []
     parsed: list[dict[str, Any] | None] = []
@@ -85,21 +178,45 @@ def check_case(
                 problems.append((index, (FailureKind.SCHEMA_MISMATCH, path, message)))
             valid = valid and broken is None and not errors
         all_valid = all_valid and valid
-    schema_valid = all_valid if calls else None
+    return parsed, problems, (all_valid if calls else None)
 
-    expected = case.expected_calls
-    if expected is None:
-        return _result(case, None, schema_valid, None, None, problems)
 
-    names = [call.name for call in calls]
-    pairs, extra_calls, missing = _pair(names, parsed, expected, rules)
+@dataclass
+class _Compared:
+    pairs: list[tuple[int, int]]
+    missing: list[int]
+    extra: list[int]
+    out_of_order: list[int]
+    ignored: list[int]
+    selection: bool
+    values_ok: bool
+    problems: list[tuple[int | None, Problem]]
+
+
+def _compare(
+    names: list[str],
+    parsed: list[dict[str, Any] | None],
+    expected: tuple[ExpectedCall, ...],
+    how: Match,
+    rules: Rules | None,
+) -> _Compared:
+    """Pair calls with reference calls and say what the match mode makes of the rest."""
+    skip = set(how.ignore_tools)
+    call_ids = [i for i, name in enumerate(names) if name not in skip]
+    exp_ids = [i for i, exp in enumerate(expected) if exp.name not in skip]
+    pairs, unpaired_calls, unpaired_expected = _pair(
+        names, parsed, expected, call_ids, exp_ids, how, rules
+    )
+    mode = how.mode
+    extra = unpaired_calls if mode != "superset" else []
+    missing = unpaired_expected if mode != "subset" else []
+    problems: list[tuple[int | None, Problem]] = []
     values_ok = True
-    for call_index, found in pairs:
+    for call_index, _, found in pairs:
         values_ok = values_ok and not found
         problems.extend((call_index, p) for p in found)
-    selection = not extra_calls and not missing
-    if extra_calls and len(calls) == len(expected):
-        for call_index, exp_index in zip(extra_calls, missing, strict=True):
+    if extra and missing and len(call_ids) == len(exp_ids):
+        for call_index, exp_index in zip(extra, missing, strict=True):
             message = f"called {names[call_index]!r}, expected {expected[exp_index].name!r}"
             problems.append((call_index, (FailureKind.WRONG_TOOL, "", message)))
     else:
@@ -108,18 +225,61 @@ def check_case(
             problems.append(
                 (None, (FailureKind.MISSING_CALL, f"/expected_calls/{exp_index}", message))
             )
-        for call_index in extra_calls:
+        for call_index in extra:
             message = (
                 f"call to {names[call_index]!r} was not expected"
                 if expected
                 else f"no tool call was expected, got {names[call_index]!r}"
             )
             problems.append((call_index, (FailureKind.UNEXPECTED_CALL, "", message)))
+    matched = [(c, e) for c, e, _ in pairs]
+    late = out_of_order(matched) if mode == "strict" else []
+    if late:
+        order = " -> ".join(expected[e].name for e in exp_ids)
+        paired_with = dict(matched)
+        for call_index in late:
+            message = (
+                f"call to {names[call_index]!r} is out of order: it is reference call "
+                f"{paired_with[call_index]} of {order}"
+            )
+            problems.append((call_index, (FailureKind.WRONG_ORDER, "", message)))
+    return _Compared(
+        pairs=matched,
+        missing=missing,
+        extra=extra,
+        out_of_order=late,
+        ignored=[i for i, name in enumerate(names) if name in skip],
+        selection=not extra and not missing,
+        values_ok=values_ok,
+        problems=problems,
+    )
 
-    if not expected:
-        return _result(case, selection, schema_valid, None, selection, problems)
-    argument_values = schema_valid is True and selection and values_ok
-    return _result(case, selection, schema_valid, argument_values, argument_values, problems)
+
+def _state_problems(state: StateReport) -> list[tuple[int | None, Problem]]:
+    if state.reference_error is not None:
+        return [(None, (FailureKind.INVALID_CASE, "/expected_calls", state.reference_error))]
+    problems: list[tuple[int | None, Problem]] = []
+    for d in state.diff:
+        if d.change == "missing":
+            message = f"the reference's state has {_show(d.expected)} here; the candidate's none"
+        elif d.change == "added":
+            message = f"the candidate's state has {_show(d.actual)} here; the reference's none"
+        else:
+            message = f"state is {_show(d.actual)}, the reference reaches {_show(d.expected)}"
+        problems.append((None, (FailureKind.STATE_MISMATCH, d.path, message)))
+    return problems
+
+
+def _invalid(case_id: str, path: str, message: str) -> CaseResult:
+    failure = Failure(call=None, kind=FailureKind.INVALID_CASE, path=path, message=message)
+    return CaseResult(
+        id=case_id,
+        tool_selection=None,
+        schema_valid=None,
+        argument_values=None,
+        passed=None,
+        failures=(failure,),
+    )
 
 
 def _result(
@@ -129,6 +289,8 @@ def _result(
     argument_values: bool | None,
     passed: bool | None,
     problems: list[tuple[int | None, Problem]],
+    trajectory: TrajectoryReport | None = None,
+    state: StateReport | None = None,
 ) -> CaseResult:
     problems.sort(key=lambda p: (p[0] is None, p[0] or 0))
     failures = tuple(
@@ -142,6 +304,8 @@ def _result(
         argument_values=argument_values,
         passed=passed,
         failures=failures,
+        trajectory=trajectory,
+        final_state=state,
     )
 
 
@@ -149,44 +313,62 @@ def _pair(
     names: list[str],
     parsed: list[dict[str, Any] | None],
     expected: tuple[ExpectedCall, ...],
+    call_ids: list[int],
+    exp_ids: list[int],
+    how: Match,
     rules: Rules | None,
-) -> tuple[list[tuple[int, list[Problem]]], list[int], list[int]]:
+) -> tuple[list[tuple[int, int, list[Problem]]], list[int], list[int]]:
     """Match calls to expected calls of the same name with an optimal assignment (fewest
-    argument faults), never greedily. Returns the pairs with their problems, and the calls
-    and expected calls left unpaired."""
-    if len(names) == 1 == len(expected) and names[0] == expected[0].name:
-        faults = _faults(parsed[0], expected[0], rules)
-        return [(0, [_describe(fault) for fault in faults or ()])], [], []
+    argument faults, then closest in order), never greedily. Returns the pairs with their
+    problems, and the calls and expected calls left unpaired."""
     calls_by_name: dict[str, list[int]] = defaultdict(list)
-    for index, name in enumerate(names):
-        calls_by_name[name].append(index)
+    for index in call_ids:
+        calls_by_name[names[index]].append(index)
     expected_by_name: dict[str, list[int]] = defaultdict(list)
-    for index, exp in enumerate(expected):
-        expected_by_name[exp.name].append(index)
+    for index in exp_ids:
+        expected_by_name[expected[index].name].append(index)
 
-    pairs: list[tuple[int, list[Problem]]] = []
+    pairs: list[tuple[int, int, list[Problem]]] = []
     extra: list[int] = []
     missing: list[int] = []
     for name in dict.fromkeys([*calls_by_name, *expected_by_name]):
-        call_ids, exp_ids = calls_by_name.get(name, []), expected_by_name.get(name, [])
-        if not call_ids or not exp_ids:
-            extra.extend(call_ids)
-            missing.extend(exp_ids)
+        mine, theirs = calls_by_name.get(name, []), expected_by_name.get(name, [])
+        if not mine or not theirs:
+            extra.extend(mine)
+            missing.extend(theirs)
             continue
-        table = [[_faults(parsed[c], expected[e], rules) for e in exp_ids] for c in call_ids]
-        costs = [
-            [_cost(f, expected[e]) for f, e in zip(row, exp_ids, strict=True)] for row in table
-        ]
-        chosen = _assign(costs)
+        compare = how.args_for(name)
+        table = [[_faults(parsed[c], expected[e], compare, rules) for e in theirs] for c in mine]
+        if len(mine) == 1 == len(theirs):
+            chosen = [(0, 0)]
+        else:
+            # Ties in faults go to the calls whose place in the trajectory is nearest their
+            # reference call's place in the reference.
+            scale = 100 * min(len(mine), len(theirs)) + 1
+            costs = [
+                [
+                    _cost(f, expected[e]) * scale + _distance(c, len(names), e, len(expected))
+                    for f, e in zip(row, theirs, strict=True)
+                ]
+                for c, row in zip(mine, table, strict=True)
+            ]
+            chosen = _assign(costs)
         for a, b in chosen:
-            pairs.append((call_ids[a], [_describe(fault) for fault in table[a][b] or ()]))
+            found = [_describe(fault) for fault in table[a][b] or ()]
+            pairs.append((mine[a], theirs[b], found))
         paired_calls = {a for a, _ in chosen}
         paired_expected = {b for _, b in chosen}
-        extra.extend(c for a, c in enumerate(call_ids) if a not in paired_calls)
-        missing.extend(e for b, e in enumerate(exp_ids) if b not in paired_expected)
+        extra.extend(c for a, c in enumerate(mine) if a not in paired_calls)
+        missing.extend(e for b, e in enumerate(theirs) if b not in paired_expected)
+    pairs.sort(key=lambda p: p[0])
     extra.sort()
     missing.sort()
     return pairs, extra, missing
+
+
+def _distance(call: int, calls: int, expected: int, expecteds: int) -> int:
+    """How far apart two relative places are, in hundredths."""
+    return round(100 * abs(call / max(calls - 1, 1) - expected / max(expecteds - 1, 1)))
 
 
 def _cost(faults: list[Fault] | None, expected: ExpectedCall) -> int:
@@ -215,45 +397,123 @@ def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
 
 
 # A fault is found cheaply for every candidate pairing; its message is written only for the
-# pairing that is kept: (kind, argument, the value given, the acceptable values).
-Fault = tuple[FailureKind, str, Any, list[Any] | None]
+# pairing that is kept: (kind, path to the argument, the value given, the acceptable values,
+# or a ready message).
+Fault = tuple[FailureKind, tuple[str, ...], Any, list[Any] | None, str | None]
+_ABSENT = object()
 
 
 def _faults(
-    arguments: dict[str, Any] | None, expected: ExpectedCall, rules: Rules | None
+    arguments: dict[str, Any] | None,
+    expected: ExpectedCall,
+    compare: ArgsMode | list[str] | ArgsCompare,
+    rules: Rules | None,
 ) -> list[Fault] | None:
-    """What is wrong with `arguments` for `expected`; None when they could not be parsed."""
+    """What is wrong with `arguments` for `expected` under an argument mode; None when they
+    could not be parsed."""
     if arguments is None:
         return None
+    if compare == "ignore":
+        return []
+    if callable(compare):
+        return _judged_by(compare, arguments, expected)
+    if isinstance(compare, list):
+        return _path_faults(arguments, expected, compare, rules)
     found: list[Fault] = []
     for key, want in expected.arguments.items():
-        rule = rule_for(rules, expected.name, key) if rules else None
-        if rule is not None and rule.ignore:
+        if key not in arguments and compare == "subset":
             continue
-        if is_matcher(want):
-            options: list[Any] | None = want.get("$any")
-            optional = bool(want.get("$optional", False))
-        else:
-            options, optional = [want], False
-        if key not in arguments:
-            if not optional:
-                found.append((FailureKind.MISSING_ARGUMENT, key, None, options))
-            continue
-        got = arguments[key]
-        if options is not None and not any(_matches(got, o, rule) for o in options):
-            found.append((FailureKind.WRONG_VALUE, key, got, options))
+        fault = _value_fault(expected.name, (key,), arguments.get(key, _ABSENT), want, rules)
+        if fault is not None:
+            found.append(fault)
+    if compare in ("exact", "subset"):
+        for key in arguments.keys() - expected.arguments.keys():
+            rule = rule_for(rules, expected.name, key) if rules else None
+            if rule is None or not rule.ignore:
+                found.append((FailureKind.WRONG_VALUE, (key,), arguments[key], [], None))
     return found
 
 
+def _value_fault(
+    tool: str, path: tuple[str, ...], got: Any, want: Any, rules: Rules | None
+) -> Fault | None:
+    """The fault of one value (`_ABSENT` when left out) against an expected one or a matcher."""
+    rule = rule_for(rules, tool, path[0]) if rules else None
+    if rule is not None and rule.ignore:
+        return None
+    if is_matcher(want):
+        options: list[Any] | None = want.get("$any")
+        optional = bool(want.get("$optional", False))
+    else:
+        options, optional = [want], False
+    if got is _ABSENT:
+        return None if optional else (FailureKind.MISSING_ARGUMENT, path, None, options, None)
+    if options is not None and not any(_matches(got, o, rule) for o in options):
+        return FailureKind.WRONG_VALUE, path, got, options, None
+    return None
+
+
+def _path_faults(
+    arguments: dict[str, Any], expected: ExpectedCall, paths: list[str], rules: Rules | None
+) -> list[Fault]:
+    found: list[Fault] = []
+    for path in paths:
+        parts = _parts(path)
+        want = _lookup(expected.arguments, parts)
+        got = _lookup(arguments, parts)
+        if want is _ABSENT:
+            if got is not _ABSENT:
+                found.append((FailureKind.WRONG_VALUE, parts, got, [], None))
+            continue
+        fault = _value_fault(expected.name, parts, got, want, rules)
+        if fault is not None:
+            found.append(fault)
+    return found
+
+
+def _judged_by(
+    compare: ArgsCompare, arguments: dict[str, Any], expected: ExpectedCall
+) -> list[Fault]:
+    name = getattr(compare, "__qualname__", type(compare).__name__)
+    try:
+        if compare(arguments, dict(expected.arguments)):
+            return []
+        message = f"the arguments were rejected by {name}"
+    except Exception as exc:
+        message = f"{name} raised {type(exc).__name__}: {exc}"
+    return [(FailureKind.WRONG_VALUE, (), arguments, None, message)]
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """An argument path: a name (`order_id`) or a JSON pointer (`/address/city`)."""
+    if not path.startswith("/"):
+        return (path,)
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/"))
+
+
+def _lookup(data: Any, parts: tuple[str, ...]) -> Any:
+    for part in parts:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
+            data = data[int(part)]
+        else:
+            return _ABSENT
+    return data
+
+
 def _describe(fault: Fault) -> Problem:
-    kind, key, got, options = fault
-    path = pointer((key,))
+    kind, parts, got, options, note = fault
+    path = pointer(parts)
+    shown = "/".join(parts)
+    if note is not None:
+        return kind, path, note
     if kind is FailureKind.MISSING_ARGUMENT:
-        return kind, path, f"expected argument {key!r} is missing"
+        return kind, path, f"expected argument {shown!r} is missing"
     if not options:
-        return kind, path, f"argument {key!r} must be left out, got {_show(got)}"
+        return kind, path, f"argument {shown!r} must be left out, got {_show(got)}"
     want = _show(options[0]) if len(options) == 1 else f"one of {_show(options)}"
-    return kind, path, f"argument {key!r} is {_show(got)}, expected {want}"
+    return kind, path, f"argument {shown!r} is {_show(got)}, expected {want}"
 
 
 def _matches(got: Any, want: Any, rule: ArgumentRule | None) -> bool:

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from judge._env import StateReport
 from judge._grounding import UngroundedValue
+from judge._trajectory import TrajectoryReport
 from judge._verdict import JudgeOutcome
 
 if TYPE_CHECKING:
@@ -35,8 +37,12 @@ class FailureKind(StrEnum):
     """An argument's value is not an acceptable one."""
     MISSING_ARGUMENT = "MissingArgument"
     """An expected, non-optional argument was left out."""
+    WRONG_ORDER = "WrongOrder"
+    """`strict` trajectories: a call matches a reference call but comes in another order."""
+    STATE_MISMATCH = "StateMismatch"
+    """Replayed into an environment, the calls reach another state than the reference's."""
     INVALID_CASE = "InvalidCase"
-    """The case itself could not be read; nothing was graded."""
+    """The case itself could not be read (or its reference not replayed); nothing was graded."""
 
 
 class Failure(BaseModel):
@@ -75,6 +81,10 @@ class CaseResult(BaseModel):
     ungrounded_values: tuple[UngroundedValue, ...] | None = None
     """Argument values the conversation never mentions (`judge grade`): evidence, not a
     failure."""
+    trajectory: TrajectoryReport | None = None
+    """With a trajectory match mode: the calls graded and how they pair with the reference."""
+    final_state: StateReport | None = None
+    """With an environment: the states the reference and the candidate reach."""
 
     def to_json_dict(self) -> dict[str, Any]:
         """The result as plain JSON data (the JSON Lines format), built without validation."""
@@ -89,6 +99,10 @@ class CaseResult(BaseModel):
                 for f in self.failures
             ],
         }
+        if self.trajectory is not None:
+            data["trajectory"] = self.trajectory.model_dump(mode="json")
+        if self.final_state is not None:
+            data["final_state"] = self.final_state.model_dump(mode="json")
         if self.ungrounded_values is not None:
             data["ungrounded_values"] = [u.model_dump() for u in self.ungrounded_values]
         if self.judge is not None:

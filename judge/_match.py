@@ -1,0 +1,122 @@
+"""How strictly a candidate's calls must follow the reference: the match modes.
+
+A trajectory mode says which calls must correspond (`strict`: the same calls in the same order;
+`unordered`: the same multiset; `subset`: every candidate call is in the reference; `superset`:
+every reference call is in the candidate). An argument mode says how a call's arguments must
+correspond to its reference call (`exact`, `ignore`, `subset`, `superset`), with per-tool
+overrides: another mode, a list of argument paths (only those are compared), or a callable
+`compare(candidate_arguments, reference_arguments) -> bool`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+MatchMode = Literal["strict", "unordered", "subset", "superset"]
+ArgsMode = Literal["exact", "ignore", "subset", "superset"]
+MATCH_MODES: tuple[str, ...] = get_args(MatchMode)
+ARGS_MODES: tuple[str, ...] = get_args(ArgsMode)
+
+ArgsCompare = Callable[[dict[str, Any], dict[str, Any]], bool]
+"""`compare(candidate_arguments, reference_arguments)`: True when the arguments are acceptable.
+The reference arguments are passed as written, `$any`/`$optional` matchers included."""
+
+Override = ArgsMode | list[str] | SkipJsonSchema[ArgsCompare]
+
+
+class Match(BaseModel):
+    """A case's (or a run's) match settings: `{"mode": "unordered", "args": "exact",
+    "overrides": {"issue_refund": ["/order_id"]}, "ignore_tools": ["lookup_order"]}`.
+
+    A plain string is read as the mode: `"match": "superset"`.
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    mode: MatchMode | None = Field(
+        default=None, validation_alias=AliasChoices("mode", "trajectory", "match")
+    )
+    """The trajectory mode; null grades only the final `response` (calls matched unordered)."""
+    args: ArgsMode = Field(default="exact", validation_alias=AliasChoices("args", "args_match"))
+    """How each call's arguments must match its reference call."""
+    overrides: dict[str, Override] = Field(
+        default_factory=dict, validation_alias=AliasChoices("overrides", "args_overrides")
+    )
+    """Per tool: an argument mode, the argument paths to compare (names or JSON pointers), or a
+    callable (Python only)."""
+    ignore_tools: tuple[str, ...] = ()
+    """Calls to these tools (read-only ones, say) are neither required nor counted as extra."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_string(cls, data: Any) -> Any:
+        return {"mode": data} if isinstance(data, str) else data
+
+    def merged_over(self, base: Match | None) -> Match:
+        """These settings where they were given, `base`'s elsewhere (a case over its run)."""
+        if base is None:
+            return self
+        given = {name: getattr(self, name) for name in self.model_fields_set}
+        return base.model_copy(update=given)
+
+    def args_for(self, tool: str) -> ArgsMode | list[str] | ArgsCompare:
+        return self.overrides.get(tool, self.args)
+
+
+FOUNDATION = Match(mode=None, args="superset")
+"""Without any match settings: the final response's calls, every expected argument required
+with an acceptable value, extra arguments left to the schema."""
+
+
+def parse_override(text: str) -> tuple[str, ArgsMode | list[str] | ArgsCompare]:
+    """Read a command-line override `TOOL=MODE`, `TOOL=/a,/b` or `TOOL=module:function`."""
+    tool, sep, spec = text.partition("=")
+    if not sep or not tool or not spec:
+        raise ValueError(f"{text!r}: expected TOOL=MODE, TOOL=PATH,PATH or TOOL=module:function")
+    if spec in ARGS_MODES:
+        return tool, spec  # type: ignore[return-value]
+    if ":" in spec and not spec.startswith("/"):
+        return tool, load_object(spec)
+    return tool, [path.strip() for path in spec.split(",") if path.strip()]
+
+
+def load_object(spec: str) -> Any:
+    """Import `module:attribute` (`package.module:name`, or `path/to/file.py:name`)."""
+    module_name, sep, attribute = spec.rpartition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"{spec!r}: expected module:attribute")
+    if module_name.endswith(".py") or "/" in module_name:
+        module = _load_file(module_name)
+    else:
+        if "" not in sys.path and "." not in sys.path:
+            sys.path.insert(0, "")  # like `python -m`: the working directory's modules
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"{spec!r}: cannot import {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ValueError(f"{spec!r}: module {module_name!r} has no {attribute!r}") from None
+
+
+def _load_file(path: str) -> Any:
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{path}: no such file")
+    name = "_judge_user_" + "_".join(file.with_suffix("").parts[-2:]).replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

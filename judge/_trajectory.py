@@ -1,0 +1,86 @@
+"""A multi-step agent's trajectory: every call of the assistant turns, then the final response."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from pydantic import BaseModel, ConfigDict
+
+from judge._calls import ShapeError, ToolCall, normalise_response
+from judge._case import Case
+from judge._match import ArgsMode, MatchMode
+
+
+class TrajectoryCall(BaseModel):
+    """One call of the trajectory and where the case holds it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    name: str
+    source: str
+    """JSON pointer into the case: `/messages/3/tool_calls/0`, `/response/tool_calls/1`."""
+
+
+class TrajectoryReport(BaseModel):
+    """How the candidate's path differs from the reference. Failure `call` indices of a
+    trajectory result are positions in `calls`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: MatchMode
+    args: ArgsMode
+    calls: tuple[TrajectoryCall, ...]
+    matched: tuple[tuple[int, int], ...]
+    """(call, expected call) pairs, in call order."""
+    missing: tuple[int, ...]
+    """Expected calls the mode requires and the candidate did not make."""
+    extra: tuple[int, ...]
+    """Calls the mode does not allow: in no pair with a reference call."""
+    out_of_order: tuple[int, ...]
+    """`strict` only: the fewest matched calls that must move for the order to agree."""
+    ignored: tuple[int, ...] = ()
+    """Calls to `ignore_tools`, neither required nor extra."""
+
+
+def trajectory_calls(case: Case) -> list[tuple[ToolCall, str]]:
+    """The calls of the assistant turns of `messages`, then those of `response`, in order,
+    each with its JSON pointer in the case. Raises ShapeError (pointer from the case root)."""
+    found: list[tuple[ToolCall, str]] = []
+    for i, message in enumerate(case.messages):
+        if message.get("role") != "assistant":
+            continue
+        try:
+            response = normalise_response(message)
+        except ShapeError as exc:
+            raise ShapeError(f"/messages/{i}{exc.pointer}", str(exc)) from None
+        listed = isinstance(message.get("tool_calls"), list)
+        for j, call in enumerate(response.tool_calls if response else ()):
+            found.append((call, f"/messages/{i}/tool_calls/{j}" if listed else f"/messages/{i}"))
+    for j, call in enumerate(case.tool_calls):
+        found.append((call, f"/response/tool_calls/{j}"))
+    return found
+
+
+def out_of_order(pairs: list[tuple[int, int]]) -> list[int]:
+    """The calls of `(call, expected)` pairs that break the reference order: those outside a
+    longest run of pairs whose expected indices increase with the call indices."""
+    ordered = sorted(pairs)
+    tails: list[int] = []  # tails[k]: smallest expected index ending an increasing run of k+1
+    tail_at: list[int] = []  # position in `ordered` of that tail
+    parent: list[int] = [-1] * len(ordered)
+    for position, (_, expected) in enumerate(ordered):
+        k = bisect_left(tails, expected)
+        if k == len(tails):
+            tails.append(expected)
+            tail_at.append(position)
+        else:
+            tails[k] = expected
+            tail_at[k] = position
+        parent[position] = tail_at[k - 1] if k else -1
+    keep: set[int] = set()
+    position = tail_at[-1] if tail_at else -1
+    while position >= 0:
+        keep.add(position)
+        position = parent[position]
+    return [ordered[p][0] for p in range(len(ordered)) if p not in keep]
