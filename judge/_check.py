@@ -110,12 +110,15 @@ def check_case(
             return _invalid(case.id, "", f"the environment failed: {type(exc).__name__}: {exc}")
         problems.extend(_state_problems(state))
 
+    path_only = (
+        TrajectoryReport(mode=None, args=None, calls=_located(located)) if whole_path else None
+    )
     if expected is None:
-        return _result(case, None, schema_valid, None, None, problems)
+        return _result(case, None, schema_valid, None, None, problems, path_only)
     if env is not None and (settings is None or settings.mode is None):
         # Only the end state matters.
         passed = state.equal if state is not None else None
-        return _result(case, None, schema_valid, None, passed, problems, state=state)
+        return _result(case, None, schema_valid, None, passed, problems, path_only, state)
 
     how = settings or FOUNDATION
     compared = _compare([c.name for c in calls], parsed, expected, how, rules)
@@ -125,10 +128,7 @@ def check_case(
         report = TrajectoryReport(
             mode=how.mode,
             args=how.args,
-            calls=tuple(
-                TrajectoryCall(index=i, name=call.name, source=source)
-                for i, (call, source) in enumerate(located)
-            ),
+            calls=_located(located),
             matched=tuple(sorted(compared.pairs)),
             missing=tuple(compared.missing),
             extra=tuple(compared.extra),
@@ -150,6 +150,13 @@ def check_case(
     if state is not None:
         passed = passed and state.equal is True
     return _result(case, selection, schema_valid, argument_values, passed, problems, report, state)
+
+
+def _located(located: list[tuple[ToolCall, str]]) -> tuple[TrajectoryCall, ...]:
+    return tuple(
+        TrajectoryCall(index=i, name=call.name, source=source)
+        for i, (call, source) in enumerate(located)
+    )
 
 
 def _structure(

@@ -15,6 +15,7 @@ from jinja2 import TemplateError
 from pydantic import ValidationError
 
 from judge._cache import VerdictCache, cache_key, default_cache_dir
+from judge._calls import ShapeError
 from judge._case import Case
 from judge._check import check_case, invalid_case_result
 from judge._client import (
@@ -33,10 +34,12 @@ from judge._decide import (
     majority_arguments,
     settle_selection,
 )
+from judge._env import EnvironmentFactory
 from judge._errors import CaseError, JudgeError
 from judge._grounding import ungrounded_values
 from judge._loading import iter_cases
-from judge._prompt import rubric_variables
+from judge._match import Match
+from judge._prompt import response_failures, rubric_variables, trajectory_steps
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
 from judge._retry import RetryPolicy
 from judge._rubric import Rubric, RubricSet, load_rubrics
@@ -45,10 +48,13 @@ from judge._verdict import (
     ArgumentVerdict,
     JudgeOutcome,
     Provenance,
+    RubricRef,
     SelectionVerdict,
+    TrajectoryVerdict,
     Usage,
     arguments_schema,
     selection_schema,
+    trajectory_schema,
 )
 
 DEFAULT_SEED = 7
@@ -69,7 +75,7 @@ class ReplyError(JudgeError):
 class Question:
     """One request a case needs (asked `samples` times)."""
 
-    dimension: Literal["selection", "arguments"]
+    dimension: Literal["selection", "arguments", "trajectory"]
     rubric: Rubric
     messages: list[dict[str, str]]
     schema: dict[str, Any]
@@ -114,6 +120,9 @@ class Judge:
         response_format: FormatChoice = "auto",
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
+        trajectory: bool = False,
+        match: Match | None = None,
+        env: EnvironmentFactory | None = None,
     ) -> None:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
@@ -127,6 +136,10 @@ class Judge:
         self.seed = seed
         self.samples = samples
         self.judge_broken = judge_broken
+        self.match = match
+        self.env = env
+        self.trajectory = trajectory and self.rubrics.trajectory is not None
+        """Also judge the whole path of calls with the trajectory rubric."""
         self.reasoning_effort = reasoning_effort
         self.extra_body = dict(extra_body or {})
         self._format_choice = response_format
@@ -170,9 +183,15 @@ class Judge:
                 reasoning_effort=self.reasoning_effort,
                 response_format=mode,
                 extra=self.extra_body,
-                rubrics=self.rubrics.refs,
+                rubrics=self._rubric_refs(),
             )
         return self._provenance[mode]
+
+    def _rubric_refs(self) -> tuple[RubricRef, ...]:
+        refs = self.rubrics.refs
+        if self.trajectory and self.rubrics.trajectory is not None:
+            refs = (*refs, self.rubrics.trajectory.ref)
+        return refs
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything about the judge that could change a verdict (no key, ever): what a
@@ -298,7 +317,7 @@ class Judge:
             return checked.model_copy(update={"judge": outcome})
         try:
             selection, arguments, questions = self.questions(case, checked)
-        except TemplateError as exc:  # a rubric that cannot render this case: judge_error
+        except (TemplateError, ShapeError) as exc:  # a case a rubric cannot render
             outcome = JudgeOutcome(
                 status="judge_error",
                 provenance=self.provenance(),
@@ -307,6 +326,7 @@ class Judge:
             return checked.model_copy(update={"judge": outcome})
         tally: Counter[str] = Counter()
         flips: list[float] = []
+        trajectory: TrajectoryVerdict | None = None
         error: ReplyError | None = None
         for question in questions:
             try:
@@ -319,6 +339,9 @@ class Judge:
             if question.dimension == "selection":
                 selection, flip = majority(answers)
                 flips.append(flip)
+            elif question.dimension == "trajectory":
+                trajectory, flip = majority(answers)
+                flips.append(flip)
             else:
                 for verdict, flip in majority_arguments(answers):
                     arguments.append(verdict)
@@ -328,6 +351,7 @@ class Judge:
             status="judge_error" if error else "ok",
             selection=selection,
             arguments=tuple(arguments),
+            trajectory=trajectory,
             samples=self.samples,
             flip_rate=(sum(flips) / len(flips)) if self.samples > 1 and flips else None,
             error=str(error) if error else None,
@@ -341,7 +365,7 @@ class Judge:
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
-        checked = check_case(case, schemas=self._schemas)
+        checked = check_case(case, schemas=self._schemas, match=self.match, env=self.env)
         return checked.model_copy(update={"ungrounded_values": ungrounded_values(case)})
 
     def questions(
@@ -350,9 +374,9 @@ class Judge:
         """The verdicts decided without asking, and the questions left for the judge."""
         variables = rubric_variables(case, checked)
         broken: dict[int, list[Failure]] = {}
-        for failure in checked.failures:
-            if failure.call is not None and failure.kind in DERIVED_PROBLEMS:
-                broken.setdefault(failure.call, []).append(failure)
+        for call, failure in response_failures(case, checked):
+            if call is not None and failure.kind in DERIVED_PROBLEMS:
+                broken.setdefault(call, []).append(failure)
         questions: list[Question] = []
         selection: SelectionVerdict | None = None
         unknown = [f for fs in broken.values() for f in fs if f.kind == FailureKind.UNKNOWN_NAME]
@@ -396,6 +420,18 @@ class Judge:
                     rubric.render(chosen),
                     arguments_schema(group, rubric.reasoning_max_length),
                     tuple(group),
+                )
+            )
+        if self.trajectory and self.rubrics.trajectory is not None:
+            rubric = self.rubrics.trajectory
+            chosen = {**variables, "steps": trajectory_steps(case)}
+            questions.append(
+                Question(
+                    "trajectory",
+                    rubric,
+                    rubric.render(chosen),
+                    trajectory_schema(rubric.reasoning_max_length),
+                    (),
                 )
             )
         return selection, derived, questions
@@ -506,6 +542,8 @@ def grade(cases: Any, **options: Any) -> CheckResults:
 
 
 def _parser(question: Question) -> Callable[[Any], Any]:
+    if question.dimension == "trajectory":
+        return TrajectoryVerdict.model_validate
     if question.dimension == "selection":
         if question.rubric.decide_action:
             return lambda data: settle_selection(data, called=bool(question.calls))

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
+from judge._calls import ToolCall
 from judge._case import Case
-from judge._result import CaseResult, FailureKind
+from judge._result import CaseResult, Failure, FailureKind
 from judge._structure import parse_arguments
+from judge._trajectory import response_offset, trajectory_calls
 
 STRUCTURAL = frozenset(
     (
@@ -50,9 +54,68 @@ def rubric_variables(case: Case, checked: CaseResult) -> dict[str, Any]:
         "calls": calls,
         "judged_calls": [],
         "findings": [
-            {"call": f.call, "kind": f.kind.value, "path": f.path, "message": f.message}
-            for f in checked.failures
+            {"call": call, "kind": f.kind.value, "path": f.path, "message": f.message}
+            for call, f in response_failures(case, checked)
             if f.kind in STRUCTURAL
         ],
         "ungrounded": [u.model_dump() for u in checked.ungrounded_values or ()],
+        "steps": [],
+    }
+
+
+_RESULT_CHARS = 600
+
+
+def response_failures(case: Case, checked: CaseResult) -> list[tuple[int | None, Failure]]:
+    """The failures with their call numbered within the final response (a trajectory result
+    numbers calls along the whole path); failures of earlier turns' calls are left out."""
+    offset = response_offset(case, checked.trajectory)
+    found: list[tuple[int | None, Failure]] = []
+    for failure in checked.failures:
+        if failure.call is None:
+            found.append((None, failure))
+        elif failure.call >= offset:
+            found.append((failure.call - offset, failure))
+    return found
+
+
+def trajectory_steps(case: Case) -> list[dict[str, Any]]:
+    """The conversation as a timeline for the trajectory rubric: the texts of the turns, and
+    every call (numbered as in a trajectory result) with the tool's reply to it."""
+    results = {
+        m.get("tool_call_id"): m.get("content")
+        for m in case.messages
+        if m.get("role") == "tool" and m.get("tool_call_id")
+    }
+    steps: list[dict[str, Any]] = []
+    located = trajectory_calls(case)
+    by_message: dict[str, list[int]] = {}
+    for index, (_, source) in enumerate(located):
+        by_message.setdefault(source.rsplit("/tool_calls/", 1)[0], []).append(index)
+    for i, message in enumerate(case.messages):
+        role = message.get("role", "user")
+        content = message.get("content")
+        if role in ("user", "assistant", "system") and content:
+            text = content if isinstance(content, str) else orjson.dumps(content).decode()
+            steps.append({"kind": role, "text": text})
+        for index in by_message.get(f"/messages/{i}", []):
+            steps.append(_step(index, located[index][0], results))
+    if case.response is not None and case.response.content:
+        steps.append({"kind": "assistant", "text": case.response.content})
+    for index in by_message.get("/response", []):
+        steps.append(_step(index, located[index][0], results))
+    return steps
+
+
+def _step(index: int, call: ToolCall, results: dict[Any, Any]) -> dict[str, Any]:
+    parsed, _ = parse_arguments(call.arguments)
+    result = results.get(call.id) if call.id else None
+    if isinstance(result, str) and len(result) > _RESULT_CHARS:
+        result = result[: _RESULT_CHARS - 3] + "..."
+    return {
+        "kind": "call",
+        "index": index,
+        "name": call.name,
+        "arguments": parsed if parsed is not None else call.arguments,
+        "result": result,
     }

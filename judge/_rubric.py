@@ -5,7 +5,7 @@ A rubric file starts with a header between `+++` lines, then defines two blocks:
     +++
     name = "selection"
     version = "1.0"
-    dimension = "selection"          # or "arguments"
+    dimension = "selection"          # or "arguments", or "trajectory"
     labels = ["correct", "incorrect"]
     +++
     {% block system %}...{% endblock %}
@@ -31,10 +31,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from judge._errors import JudgeError
 from judge._verdict import RubricRef
 
-Dimension = Literal["selection", "arguments"]
+Dimension = Literal["selection", "arguments", "trajectory"]
 _LABELS: dict[str, tuple[str, ...]] = {
     "selection": ("correct", "incorrect"),
     "arguments": ("correct", "incorrect", "not_applicable"),
+    "trajectory": ("correct", "incorrect"),
 }
 # What every rubric may use; anything else is refused when the rubric is loaded.
 VARIABLES = frozenset(
@@ -47,6 +48,7 @@ VARIABLES = frozenset(
         "judged_calls",
         "findings",
         "ungrounded",
+        "steps",
     )
 )
 
@@ -126,18 +128,24 @@ class RubricSet:
 
     selection: Rubric
     arguments: Rubric
+    trajectory: Rubric | None = None
+    """Asked only when trajectories are judged; the built-in one when a folder has none."""
 
     @property
     def refs(self) -> tuple[RubricRef, ...]:
         return (self.selection.ref, self.arguments.ref)
 
+    @property
+    def all(self) -> tuple[Rubric, ...]:
+        extra = (self.trajectory,) if self.trajectory is not None else ()
+        return (self.selection, self.arguments, *extra)
+
     def named(self, name: str) -> Rubric:
-        for rubric in (self.selection, self.arguments):
+        for rubric in self.all:
             if rubric.name == name or rubric.dimension == name:
                 return rubric
-        raise RubricError(
-            f"no rubric named {name!r} (have {self.selection.name!r}, {self.arguments.name!r})"
-        )
+        have = ", ".join(repr(r.name) for r in self.all)
+        raise RubricError(f"no rubric named {name!r} (have {have})")
 
 
 def builtin_rubrics_dir(kind: str = "default") -> Path:
@@ -165,7 +173,13 @@ def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") 
     missing = [d for d in ("selection", "arguments") if d not in found]
     if missing:
         raise RubricError(f"{folder}: no rubric for {', '.join(missing)} (*.j2 files)")
-    return RubricSet(selection=found["selection"], arguments=found["arguments"])
+    trajectory = found.get("trajectory")
+    if trajectory is None:
+        shipped = builtin_rubrics_dir("default") / "trajectory.j2"
+        trajectory = load_rubric(shipped) if shipped.is_file() else None
+    return RubricSet(
+        selection=found["selection"], arguments=found["arguments"], trajectory=trajectory
+    )
 
 
 def load_rubric(path: str | Path) -> Rubric:

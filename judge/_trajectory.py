@@ -28,16 +28,17 @@ class TrajectoryReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    mode: MatchMode
-    args: ArgsMode
+    mode: MatchMode | None
+    """Null when only the final state was compared (`--env` without `--match`)."""
+    args: ArgsMode | None
     calls: tuple[TrajectoryCall, ...]
-    matched: tuple[tuple[int, int], ...]
+    matched: tuple[tuple[int, int], ...] = ()
     """(call, expected call) pairs, in call order."""
-    missing: tuple[int, ...]
+    missing: tuple[int, ...] = ()
     """Expected calls the mode requires and the candidate did not make."""
-    extra: tuple[int, ...]
+    extra: tuple[int, ...] = ()
     """Calls the mode does not allow: in no pair with a reference call."""
-    out_of_order: tuple[int, ...]
+    out_of_order: tuple[int, ...] = ()
     """`strict` only: the fewest matched calls that must move for the order to agree."""
     ignored: tuple[int, ...] = ()
     """Calls to `ignore_tools`, neither required nor extra."""
@@ -60,6 +61,11 @@ def trajectory_calls(case: Case) -> list[tuple[ToolCall, str]]:
     for j, call in enumerate(case.tool_calls):
         found.append((call, f"/response/tool_calls/{j}"))
     return found
+
+
+def response_offset(case: Case, trajectory: TrajectoryReport | None) -> int:
+    """The trajectory index of the response's first call (0 without a trajectory)."""
+    return len(trajectory.calls) - len(case.tool_calls) if trajectory is not None else 0
 
 
 def out_of_order(pairs: list[tuple[int, int]]) -> list[int]:

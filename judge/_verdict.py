@@ -35,8 +35,19 @@ ArgumentProblem = Literal[
 ]
 
 
+TrajectoryProblem = Literal[
+    "needless_call",
+    "missing_step",
+    "missing_confirmation",
+    "wrong_order",
+    "repeated_call",
+    "ignored_error",
+    "wrong_target",
+    "policy_violation",
+]
 SELECTION_CATEGORIES: tuple[str, ...] = get_args(SelectionCategory)
 ARGUMENT_PROBLEMS: tuple[str, ...] = get_args(ArgumentProblem)
+TRAJECTORY_PROBLEMS: tuple[str, ...] = get_args(TrajectoryProblem)
 
 
 class SelectionVerdict(BaseModel):
@@ -49,6 +60,16 @@ class SelectionVerdict(BaseModel):
     category: SelectionCategory
     source: Literal["judge", "derived"] = "judge"
     """`derived`: decided from a deterministic failure (an unknown tool name), not asked."""
+
+
+class TrajectoryVerdict(BaseModel):
+    """Whether the sequence of calls, as a whole, was a sensible way to do what was asked."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reasoning: str
+    verdict: SelectionLabel
+    problems: tuple[TrajectoryProblem, ...] = ()
 
 
 class ArgumentVerdict(BaseModel):
@@ -125,6 +146,8 @@ class JudgeOutcome(BaseModel):
     `skipped` (nothing to judge)."""
     selection: SelectionVerdict | None = None
     arguments: tuple[ArgumentVerdict, ...] = ()
+    trajectory: TrajectoryVerdict | None = None
+    """With `trajectory=True` (`judge grade --trajectory`): the verdict on the whole path."""
     samples: int = 1
     flip_rate: float | None = None
     """Share of samples that disagree with the majority verdict (with `samples` > 1)."""
@@ -178,6 +201,20 @@ def arguments_schema(calls: list[int], max_reasoning: int | None) -> dict[str, A
     )
     verdicts = {"type": "array", "items": item, "minItems": len(calls), "maxItems": len(calls)}
     return _object({"verdicts": verdicts})
+
+
+def trajectory_schema(max_reasoning: int | None) -> dict[str, Any]:
+    """The reply schema of a trajectory verdict."""
+    return _object(
+        {
+            "reasoning": _text(max_reasoning),
+            "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
+            "problems": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(TRAJECTORY_PROBLEMS)},
+            },
+        }
+    )
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:

@@ -92,6 +92,9 @@ def verdict_for(body: dict[str, Any], label: str = "correct") -> dict[str, Any]:
                 {"call": c, "reasoning": "fine", "verdict": label, "problems": []} for c in calls
             ]
         }
+    if "category" not in schema["properties"]:  # a trajectory verdict
+        problems = [] if label == "correct" else ["needless_call"]
+        return {"reasoning": "fine", "verdict": label, "problems": problems}
     category = "right_call" if label == "correct" else "wrong_tool"
     return {"reasoning": "fine", "verdict": label, "category": category}
 
