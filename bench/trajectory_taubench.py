@@ -62,7 +62,11 @@ def main(path: Path) -> None:
         reads = "ignored" if ignore else "counted"
         print(f"{mode:10} {args:9} {reads:8} {k:+7.3f} {agree:6.1%} {sum(passed):5d}")
     best = max(rows)
-    print(f"best: --match {best[1]} --args-match {best[2]}" + (" with reads ignored" if best[3] else "") + f": kappa {best[0]:.3f}")
+    print(
+        f"best: --match {best[1]} --args-match {best[2]}"
+        + (" with reads ignored" if best[3] else "")
+        + f": kappa {best[0]:.3f}"
+    )
 
 
 def kappa(a: list[bool], b: list[bool]) -> float:

@@ -1,6 +1,9 @@
 """A worked example environment: an order database with three refund tools.
 
-Use it as `judge check examples/refunds/cases.jsonl --env examples/refunds/environment.py:make_environment`.
+Use it as
+
+    judge check examples/refunds/cases.jsonl \
+        --env examples/refunds/environment.py:make_environment
 
 What makes a good environment for final-state checks:
 - `snapshot()` returns only the state that matters (here the orders), as plain JSON data, so
@@ -23,14 +26,34 @@ TODAY = date(2026, 11, 30)
 REFUND_WINDOW_DAYS = 30
 
 ORDERS: dict[str, dict[str, Any]] = {
-    "ord_1001": {"customer": "ana", "status": "delivered", "total": 59.90,
-                 "refunded": 0.0, "delivered_on": "2026-11-20"},
-    "ord_1002": {"customer": "ana", "status": "delivered", "total": 120.00,
-                 "refunded": 0.0, "delivered_on": "2026-11-25"},
-    "ord_1003": {"customer": "ben", "status": "delivered", "total": 35.50,
-                 "refunded": 0.0, "delivered_on": "2026-09-01"},
-    "ord_1004": {"customer": "ben", "status": "shipped", "total": 18.00,
-                 "refunded": 0.0, "delivered_on": None},
+    "ord_1001": {
+        "customer": "ana",
+        "status": "delivered",
+        "total": 59.90,
+        "refunded": 0.0,
+        "delivered_on": "2026-11-20",
+    },
+    "ord_1002": {
+        "customer": "ana",
+        "status": "delivered",
+        "total": 120.00,
+        "refunded": 0.0,
+        "delivered_on": "2026-11-25",
+    },
+    "ord_1003": {
+        "customer": "ben",
+        "status": "delivered",
+        "total": 35.50,
+        "refunded": 0.0,
+        "delivered_on": "2026-09-01",
+    },
+    "ord_1004": {
+        "customer": "ben",
+        "status": "shipped",
+        "total": 18.00,
+        "refunded": 0.0,
+        "delivered_on": None,
+    },
 }
 
 
