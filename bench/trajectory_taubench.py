@@ -54,7 +54,9 @@ def main(path: Path) -> None:
         ("exact", "superset", "subset", "ignore"),
         (False, True),
     ):
-        match = Match(mode=mode, args=args, ignore_tools=READ_ONLY if ignore else ())
+        match = Match.model_validate(
+            {"mode": mode, "args": args, "ignore_tools": READ_ONLY if ignore else ()}
+        )
         passed = [bool(r.passed) for r in check(cases, match=match)]
         k = kappa(passed, rewards)
         agree = sum(p == r for p, r in zip(passed, rewards, strict=True)) / len(rewards)
