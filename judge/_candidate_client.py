@@ -1,0 +1,130 @@
+"""The candidate-model client: the endpoint's model list, and one chat request as returned.
+
+Same reliability as the judge client: the OpenAI SDK over aiohttp with its own retries off, the
+one retry policy of `judge._retry`, bounded concurrency. Raw JSON is kept: the runner stores the
+response exactly as the endpoint sent it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from judge._client import Endpoint, JudgeEndpointError
+from judge._errors import JudgeError
+from judge._retry import RateGate, RetryPolicy, call_with_retries, is_quota_exhausted
+
+
+class CandidateEndpointError(JudgeEndpointError):
+    """The candidates' endpoint refuses every request (bad key, no access, no credit): the run
+    stops, since asking again cannot help."""
+
+
+class CandidateRequestError(JudgeError):
+    """One candidate request failed for good (a bad request, or retries ran out): it is
+    recorded as an error and the run goes on."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One chat completion as the endpoint returned it."""
+
+    body: Any
+    latency_s: float
+    """Seconds the successful attempt took (queueing and backoff excluded)."""
+    attempts: int
+
+
+class CandidateClient:
+    """Requests to one OpenAI-compatible endpoint on behalf of candidate models."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        policy: RetryPolicy | None = None,
+        key_hint: str = "OPENROUTER_API_KEY",
+    ) -> None:
+        self.endpoint = endpoint
+        self._client = openai.AsyncOpenAI(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            max_retries=0,  # one retry layer: ours
+            timeout=timeout,
+            http_client=openai.DefaultAioHttpClient(),
+        )
+        self._slots = asyncio.Semaphore(concurrency)
+        self._policy = policy or RetryPolicy()
+        self._gate = RateGate()
+        self._key_hint = key_hint
+        self.requests = 0
+
+    async def models(self) -> Any:
+        """The decoded body of `GET {base_url}/models`."""
+
+        async def send() -> Any:
+            return await self._client.get("/models", cast_to=object)
+
+        return await self._call(send, "GET /models")
+
+    async def chat(self, body: dict[str, Any]) -> Answer:
+        """One chat completion for `body` (with retries on transient faults)."""
+        attempts = 0
+        took = 0.0
+
+        async def send() -> Any:
+            nonlocal attempts, took
+            async with self._slots:
+                attempts += 1
+                self.requests += 1
+                start = time.perf_counter()
+                # The SDK's own POST, cast to plain JSON: the body is stored as it came.
+                reply = await self._client.post("/chat/completions", body=body, cast_to=object)
+                took = time.perf_counter() - start
+                return reply
+
+        reply = await self._call(send, f"model {body.get('model')!r}")
+        return Answer(body=reply, latency_s=took, attempts=attempts)
+
+    async def _call(self, send: Any, what: str) -> Any:
+        try:
+            return await call_with_retries(send, self._policy, self._gate)
+        except openai.APIStatusError as exc:
+            raise self._classify(exc, what) from None
+        except openai.APIConnectionError as exc:
+            raise CandidateRequestError(
+                f"cannot reach {self.endpoint.base_url} ({what}): {exc}"
+            ) from None
+        except (openai.APIError, ValueError) as exc:
+            raise CandidateRequestError(
+                f"{self.endpoint.base_url} sent an unreadable reply ({what}): {exc}"
+            ) from None
+
+    def _classify(self, exc: openai.APIStatusError, what: str) -> JudgeError:
+        where = f"the candidates' endpoint {self.endpoint.base_url} ({what})"
+        status, detail = exc.status_code, exc.message
+        if status == 401:
+            return CandidateEndpointError(
+                f"{where} rejected the API key: check {self._key_hint}. {detail}"
+            )
+        if status == 403:
+            return CandidateEndpointError(f"{where} refused access with this key. {detail}")
+        if status == 402 or is_quota_exhausted(exc):
+            return CandidateEndpointError(
+                f"{where} says the credit or quota is exhausted: add credit or use another "
+                f"key. {detail}"
+            )
+        if status < 500 and status != 429:
+            return CandidateRequestError(f"{where} rejected the request ({status}): {detail}")
+        return CandidateRequestError(
+            f"{where} kept failing ({status}), retries exhausted: {detail}"
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,383 @@
+"""Commands of the multi-model runner: `judge run`, `judge compare`, `judge regrade`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from judge._cli_common import EXIT_ENDPOINT, EXIT_UNREADABLE, progress_bar, require_files
+from judge._client import OPENROUTER_URL, JudgeEndpointError
+from judge._compare import compare_runs
+from judge._errors import InputError, JudgeError
+from judge._files import write_atomically
+from judge._grade import Judge
+from judge._loading import load_cases
+from judge._preflight import (
+    LOCAL,
+    Agreed,
+    PreflightError,
+    Requested,
+    candidate_endpoint,
+    preflight,
+)
+from judge._runner import Runner, check_resumable
+from judge._runs import Key, RunRecord, compact, read_runs
+from judge._runs_report import print_comparison, render_comparison
+
+_report_options = [
+    click.option(
+        "--format",
+        "report_format",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="How to print the comparison.",
+    ),
+    click.option(
+        "--html",
+        type=click.Path(dir_okay=False),
+        help="Also write the comparison as an HTML report with a plot per metric.",
+    ),
+]
+_judge_choice = [
+    click.option("--judge", "use_judge", is_flag=True, help="Grade with the LLM judge too."),
+    click.option(
+        "--judge-model",
+        help="The judge's model (default: JUDGE_MODEL, else the embedded judge).",
+    ),
+    click.option("--judge-base-url", help="The judge's endpoint (default: JUDGE_BASE_URL)."),
+    click.option(
+        "--calls-from-content",
+        is_flag=True,
+        help="Read tool calls written as JSON text in the reply for every model (always "
+        "done for `local`).",
+    ),
+]
+
+
+def _with(options: list[Callable[..., Any]]) -> Callable[..., Any]:
+    def apply(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
+@click.command("run")
+@click.argument("cases", type=click.Path(dir_okay=False))
+@click.option(
+    "--models",
+    required=True,
+    help="Comma-separated candidate models as the endpoint names them; `local`: the "
+    "embedded model.",
+)
+@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--base-url", help=f"The candidates' OpenAI-compatible endpoint [{OPENROUTER_URL}].")
+@click.option(
+    "--api-key-env",
+    metavar="NAME",
+    help="The environment variable holding the endpoint's key (default: OPENROUTER_API_KEY "
+    "for OpenRouter, none elsewhere).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Append one line per response here; rerun with the same file to resume "
+    "(default: standard output).",
+)
+@click.option(
+    "--reasoning-effort",
+    default="low",
+    show_default=True,
+    help="reasoning.effort for every candidate; `off` sends no reasoning field.",
+)
+@click.option("--provider", metavar="SLUG", help="Pin one provider: order [SLUG], no fallbacks.")
+@click.option(
+    "--temperature",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Sent only when every candidate supports it.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    help="Run r gets SEED + r - 1; sent only when every candidate supports it.",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds before one request is abandoned (and retried).",
+)
+@click.option(
+    "--no-preflight",
+    is_flag=True,
+    help="Skip GET /models (an endpoint without it): tools unchecked, temperature left out.",
+)
+@_with(_judge_choice)
+@_with(_report_options)
+def run_command(
+    cases: str,
+    models: str,
+    runs: int,
+    base_url: str | None,
+    api_key_env: str | None,
+    output: str | None,
+    reasoning_effort: str,
+    provider: str | None,
+    temperature: float,
+    seed: int | None,
+    concurrency: int,
+    timeout: float,
+    no_preflight: bool,
+    report_format: str,
+    html: str | None,
+    **judging: Any,
+) -> None:
+    """Run every model of --models on CASES (--runs times each), with the same settings for
+    all, grade every response, and compare the models."""
+    require_files((cases,))
+    names = list(dict.fromkeys(m.strip() for m in models.split(",") if m.strip()))
+    if not names:
+        raise click.BadParameter("name at least one model", param_hint="--models")
+    loaded = _load(cases, "run")
+    try:
+        endpoint = candidate_endpoint(names, base_url, api_key_env)
+    except PreflightError as exc:
+        click.echo(f"judge run: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    requested = Requested(
+        reasoning_effort=None if reasoning_effort.lower() == "off" else reasoning_effort,
+        provider=provider,
+        temperature=temperature,
+        seed=seed,
+    )
+    key_hint = api_key_env or "OPENROUTER_API_KEY"
+    done: dict[Key, RunRecord] = {}
+    if output and os.path.exists(output):
+        done = {r.key: r for r in read_runs(output)}
+        compact(output, done.values())  # drop a line cut short, so appending stays clean
+
+    async def go() -> list[RunRecord]:
+        agreed = await preflight(
+            names,
+            requested,
+            endpoint=endpoint,
+            check=not no_preflight,
+            timeout=timeout,
+            key_hint=key_hint,
+        )
+        for warning in agreed.warnings:
+            click.echo(f"judge run: warning: {warning}", err=True)
+        check_resumable(done.values(), loaded, agreed, output or "")
+        pending = sum(
+            (m, c.id, r) not in done or done[(m, c.id, r)].error is not None
+            for m in names
+            for c in loaded
+            for r in range(1, runs + 1)
+        )
+        judge = _judge(judging)
+        runner = Runner(
+            agreed,
+            endpoint=endpoint,
+            judge=judge,
+            concurrency=concurrency,
+            timeout=timeout,
+            text_calls=True if judging["calls_from_content"] else (LOCAL,),
+            key_hint=key_hint,
+        )
+        try:
+            async with runner:
+                return await _write(
+                    output,
+                    done,
+                    pending,
+                    lambda on: runner.run(loaded, names, runs, done=done, on_record=on),
+                )
+        finally:
+            if judge is not None:
+                await judge.aclose()
+
+    records = _finish(go, "run")
+    if output:
+        records = read_runs(output)
+        compact(output, records)
+    _report(records, report_format, html, sys.stdout if output else sys.stderr)
+
+
+@click.command("compare")
+@click.argument("runs_file", metavar="RUNS", type=click.Path(dir_okay=False))
+@_with(_report_options)
+def compare_command(runs_file: str, report_format: str, html: str | None) -> None:
+    """Compare the models of a runs file (from `judge run`): pass rates with 95% intervals,
+    the breakdown, pass^k / pass@k, spend, latency and paired differences."""
+    require_files((runs_file,))
+    try:
+        records = read_runs(runs_file)
+    except InputError as exc:
+        click.echo(f"judge compare: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if not records:
+        click.echo(f"judge compare: {runs_file}: no run records", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    _report(records, report_format, html, sys.stdout)
+
+
+@click.command("regrade")
+@click.argument("runs_file", metavar="RUNS", type=click.Path(dir_okay=False))
+@click.argument("cases", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: RUNS, in place)."
+)
+@_with(_judge_choice)
+@_with(_report_options)
+def regrade_command(
+    runs_file: str,
+    cases: str,
+    output: str | None,
+    report_format: str,
+    html: str | None,
+    **judging: Any,
+) -> None:
+    """Grade the stored responses of RUNS again against CASES (after fixing an expected call,
+    or with --judge), without asking any candidate again."""
+    require_files((runs_file, cases))
+    loaded = {case.id: case for case in _load(cases, "regrade")}
+    records = read_runs(runs_file)
+    judge = _judge(judging)
+    missing = sorted({r.case_id for r in records} - loaded.keys())
+    if missing:
+        click.echo(
+            f"judge regrade: kept as they were, not in {cases}: {', '.join(missing)}", err=True
+        )
+
+    async def go() -> list[RunRecord]:
+        runner = Runner(
+            Agreed(settings={}, seed=None, models={}),
+            endpoint=None,
+            judge=judge,
+            text_calls=True if judging["calls_from_content"] else (LOCAL,),
+        )
+        graded: list[RunRecord] = []
+        async with runner:
+            show = sys.stderr.isatty()
+            with progress_bar("regrade", len(records), show) as step:
+                for record in records:
+                    case = loaded.get(record.case_id)
+                    graded.append(record if case is None else await runner.regrade(record, case))
+                    step(1)
+        return graded
+
+    try:
+        graded = asyncio.run(_closing(go(), judge))
+    except JudgeEndpointError as exc:
+        click.echo(f"judge regrade: {exc}", err=True)
+        sys.exit(EXIT_ENDPOINT)
+    write_atomically(output or runs_file, b"".join(r.line() for r in graded))
+    _report(graded, report_format, html, sys.stdout)
+
+
+COMMANDS = (run_command, compare_command, regrade_command)
+
+
+def _load(path: str, command: str) -> list[Any]:
+    try:
+        loaded = load_cases(path)
+    except InputError as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    for error in loaded.errors:
+        click.echo(f"judge {command}: skipped {error}", err=True)
+    counts = Counter(case.id for case in loaded)
+    twice = sorted(case_id for case_id, n in counts.items() if n > 1)
+    if twice:
+        click.echo(
+            f"judge {command}: {path}: case ids must be unique: {', '.join(twice)}", err=True
+        )
+        sys.exit(EXIT_UNREADABLE)
+    if not loaded:
+        click.echo(f"judge {command}: {path}: no case to run", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    return list(loaded)
+
+
+def _judge(options: dict[str, Any]) -> Judge | None:
+    if not options["use_judge"]:
+        return None
+    model = options["judge_model"]
+    base_url = options["judge_base_url"]
+    if not (model or base_url or os.environ.get("JUDGE_MODEL") or os.environ.get("JUDGE_BASE_URL")):
+        model = "local"  # never a paid judge picked silently from the candidates' key
+    try:
+        return Judge(model=model, base_url=base_url)
+    except JudgeError as exc:
+        click.echo(f"judge: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+
+
+async def _write(
+    output: str | None,
+    done: dict[Any, RunRecord],
+    pending: int,
+    start: Callable[[Callable[[RunRecord], None]], Any],
+) -> list[RunRecord]:
+    """Append each record as it is finished (flushed: a finished response is never lost)."""
+    kept = dict(done)
+    sink: IO[bytes] = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
+    try:
+        with progress_bar("run", pending, sys.stderr.isatty()) as step:
+
+            def on_record(record: RunRecord) -> None:
+                sink.write(record.line())
+                sink.flush()
+                kept[record.key] = record
+                step(1)
+
+            await start(on_record)
+    finally:
+        if output:
+            sink.close()
+    return list(kept.values())
+
+
+async def _closing(work: Any, judge: Judge | None) -> Any:
+    try:
+        return await work
+    finally:
+        if judge is not None:
+            await judge.aclose()
+
+
+def _finish(go: Callable[[], Any], command: str) -> list[RunRecord]:
+    try:
+        result: list[RunRecord] = asyncio.run(go())
+    except PreflightError as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    except JudgeEndpointError as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_ENDPOINT)
+    return result
+
+
+def _report(records: list[RunRecord], fmt: str, html: str | None, stream: IO[str]) -> None:
+    comparison = compare_runs(records)
+    if fmt == "json":
+        stream.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
+    else:
+        print_comparison(comparison, stream)
+    if html:
+        Path(html).write_text(render_comparison(comparison), encoding="utf-8")

@@ -1,0 +1,288 @@
+"""Comparing models from a runs file: pass rates with their uncertainty, the breakdown by
+check, pass^k / pass@k over runs, spend and latency, and paired differences between models.
+
+The unit of analysis is the case: a case's runs are averaged first, so repeating runs never
+narrows an interval as if the repeats were new cases.
+- Pass rate: the mean over cases of each case's share of passing runs, with a 95% Wilson
+  score interval whose n is the number of cases (honest at 0% and 100%, and for few cases).
+- Difference between two models: a paired bootstrap over the cases both have graded
+  (resampling cases, seeded), the 95% percentile interval of the mean difference.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from math import sqrt
+from typing import Any
+
+from judge._repeats import repeat_stats
+from judge._runs import RunRecord
+
+Z95 = 1.959963984540054
+BOOTSTRAP_SAMPLES = 10_000
+BOOTSTRAP_SEED = 20240607
+FEW_CASES = 10
+_BREAKDOWN = ("tool_selection", "schema_valid", "argument_values", "judge")
+
+
+@dataclass(frozen=True)
+class Interval:
+    value: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"value": self.value, "low": self.low, "high": self.high}
+
+
+@dataclass(frozen=True)
+class ModelStats:
+    """One model's results over its cases and runs."""
+
+    model: str
+    responses: int
+    """Records, failed requests included."""
+    errors: int
+    """Requests that failed for good (left out of every rate)."""
+    cases: int
+    """Cases with at least one graded run (the n of the interval)."""
+    pass_rate: Interval | None
+    breakdown: dict[str, float | None]
+    """Share of graded responses where each check holds (`judge`: the judge passed it)."""
+    pass_hat_k: dict[int, float]
+    pass_at_k: dict[int, float]
+    varying: list[str]
+    """Cases that passed in some runs and failed in others."""
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    """Null when no response was priced."""
+    latency_p50: float | None
+    latency_p95: float | None
+    per_case: dict[str, float] = field(repr=False, default_factory=dict)
+    """Each case's share of passing runs."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "responses": self.responses,
+            "errors": self.errors,
+            "cases": self.cases,
+            "pass_rate": self.pass_rate.to_dict() if self.pass_rate else None,
+            "breakdown": self.breakdown,
+            "pass_hat_k": {str(k): v for k, v in self.pass_hat_k.items()},
+            "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
+            "varying": self.varying,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_s": {"p50": self.latency_p50, "p95": self.latency_p95},
+        }
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Pass rate of `a` minus that of `b`, on the cases both have graded."""
+
+    a: str
+    b: str
+    cases: int
+    difference: Interval | None
+
+    @property
+    def significant(self) -> bool:
+        """The 95% interval leaves out zero."""
+        d = self.difference
+        return d is not None and (d.low > 0 or d.high < 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "cases": self.cases,
+            "difference": self.difference.to_dict() if self.difference else None,
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every model, best first, and every pair of them."""
+
+    models: list[ModelStats]
+    pairs: list[PairedDifference]
+    warnings: list[str]
+    method: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "models": [m.to_dict() for m in self.models],
+            "pairs": [p.to_dict() for p in self.pairs],
+            "warnings": self.warnings,
+            "method": self.method,
+        }
+
+
+def compare_runs(
+    records: Sequence[RunRecord],
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> Comparison:
+    by_model: dict[str, list[RunRecord]] = defaultdict(list)
+    for record in records:
+        by_model[record.model].append(record)
+    stats = [_model_stats(name, rows) for name, rows in by_model.items()]
+    stats.sort(key=lambda s: (s.pass_rate is None, -(s.pass_rate.value if s.pass_rate else 0)))
+    pairs = [
+        paired_difference(a.model, a.per_case, b.model, b.per_case, samples=samples, seed=seed)
+        for a, b in combinations(stats, 2)
+    ]
+    warnings = _fairness_warnings(by_model)
+    if any(0 < pair.cases < FEW_CASES for pair in pairs):
+        warnings.append(
+            f"paired intervals from fewer than {FEW_CASES} common cases are unreliable: a "
+            "bootstrap cannot see variation that so few cases do not show"
+        )
+    return Comparison(
+        models=stats,
+        pairs=pairs,
+        warnings=warnings,
+        method={
+            "pass_rate_interval": "95% Wilson score, n = cases (runs averaged per case)",
+            "difference_interval": "95% paired bootstrap over common cases, percentile",
+            "bootstrap_samples": samples,
+            "bootstrap_seed": seed,
+        },
+    )
+
+
+def wilson(rate: float, n: int, z: float = Z95) -> Interval:
+    """The Wilson score interval of a proportion `rate` observed over `n` units."""
+    if n <= 0:
+        raise ValueError("n must be positive")
+    denominator = 1 + z * z / n
+    centre = (rate + z * z / (2 * n)) / denominator
+    half = z * sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denominator
+    # The interval always holds the rate; clamping only undoes floating-point rounding.
+    return Interval(rate, min(rate, max(0.0, centre - half)), max(rate, min(1.0, centre + half)))
+
+
+def paired_difference(
+    a: str,
+    a_cases: dict[str, float],
+    b: str,
+    b_cases: dict[str, float],
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> PairedDifference:
+    """Mean per-case pass rate of `a` minus `b`, with a seeded paired bootstrap interval."""
+    import numpy as np
+
+    common = sorted(a_cases.keys() & b_cases.keys())
+    if not common:
+        return PairedDifference(a, b, 0, None)
+    diffs = np.array([a_cases[c] - b_cases[c] for c in common])
+    rng = np.random.default_rng(seed)
+    means: list[Any] = []
+    batch = max(1, 2_000_000 // len(diffs))  # bounded memory for large case sets
+    for start in range(0, samples, batch):
+        picks = rng.integers(0, len(diffs), size=(min(batch, samples - start), len(diffs)))
+        means.append(diffs[picks].mean(axis=1))
+    resampled = np.concatenate(means)
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return PairedDifference(
+        a, b, len(common), Interval(float(diffs.mean()), float(low), float(high))
+    )
+
+
+def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
+    outcomes: dict[str, list[bool | None]] = defaultdict(list)
+    graded = [r for r in rows if r.error is None]
+    for record in graded:
+        outcomes[record.case_id].append(record.passed)
+    repeats = repeat_stats(outcomes)
+    per_case = {c.case_id: c.passes / c.runs for c in repeats.cases if c.runs}
+    rate = sum(per_case.values()) / len(per_case) if per_case else None
+    latencies = sorted(r.latency_s for r in graded if r.latency_s is not None)
+    costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+    return ModelStats(
+        model=model,
+        responses=len(rows),
+        errors=len(rows) - len(graded),
+        cases=len(per_case),
+        pass_rate=wilson(rate, len(per_case)) if rate is not None else None,
+        breakdown={name: _share(graded, name) for name in _BREAKDOWN},
+        pass_hat_k=repeats.pass_hat,
+        pass_at_k=repeats.pass_at,
+        varying=repeats.varying,
+        prompt_tokens=sum(_tokens(r, "prompt_tokens") for r in rows),
+        completion_tokens=sum(_tokens(r, "completion_tokens") for r in rows),
+        cost_usd=sum(costs) if costs else None,
+        latency_p50=_quantile(latencies, 0.50),
+        latency_p95=_quantile(latencies, 0.95),
+        per_case=per_case,
+    )
+
+
+def _share(rows: list[RunRecord], name: str) -> float | None:
+    values = [_judge_passed(r) if name == "judge" else getattr(r, name) for r in rows]
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _judge_passed(record: RunRecord) -> bool | None:
+    outcome = record.judge
+    if outcome is None or outcome.status != "ok" or outcome.selection is None:
+        return None
+    return outcome.selection.verdict == "correct" and outcome.arguments_verdict != "incorrect"
+
+
+def _tokens(record: RunRecord, name: str) -> int:
+    value = (record.usage or {}).get(name)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _quantile(ordered: list[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not ordered:
+        return None
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _fairness_warnings(by_model: dict[str, list[RunRecord]]) -> list[str]:
+    """Models asked with different settings, or on different cases, are not comparable as is."""
+    warnings: list[str] = []
+    seen: dict[str, set[str]] = {}
+    for model, rows in by_model.items():
+        seen[model] = {
+            repr(sorted((k, repr(v)) for k, v in (r.settings or {}).items() if k != "seed"))
+            for r in rows
+            if r.settings is not None
+        }
+    distinct = set().union(*seen.values()) if seen else set()
+    if len(distinct) > 1:
+        warnings.append(
+            "the models were not all asked with the same settings: the comparison is not fair "
+            "(run them together with `judge run`)"
+        )
+    case_sets = {model: {r.case_id for r in rows} for model, rows in by_model.items()}
+    if len({frozenset(s) for s in case_sets.values()}) > 1:
+        warnings.append(
+            "the models were run on different cases: pass rates are not directly comparable; "
+            "the paired differences use the cases in common"
+        )
+    for model, rows in by_model.items():
+        errors = sum(r.error is not None for r in rows)
+        if errors:
+            warnings.append(
+                f"{model}: {errors} of {len(rows)} requests failed and are left out of its rates"
+            )
+    return warnings

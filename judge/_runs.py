@@ -1,0 +1,127 @@
+"""The runs file: one line per (model, case, run), read back for resuming, re-grading and
+comparing. The file is only appended to while a run goes on; a later line for the same
+(model, case_id, run) replaces an earlier one (a re-graded or retried response)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from judge._errors import InputError
+from judge._files import write_atomically
+from judge._result import CaseResult, Failure
+from judge._verdict import JudgeOutcome
+
+Key = tuple[str, str, int]
+
+
+class RunRecord(BaseModel):
+    """One candidate response and its grade."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    case_id: str
+    run: int
+    """1-based."""
+    response: Any = None
+    """The chat completion exactly as the endpoint returned it; null after a failed request."""
+    tool_selection: bool | None = None
+    schema_valid: bool | None = None
+    argument_values: bool | None = None
+    passed: bool | None = None
+    failures: tuple[Failure, ...] = ()
+    judge: JudgeOutcome | None = None
+    """The LLM judge's verdicts, when grading with the judge was asked."""
+    usage: dict[str, Any] | None = None
+    """The endpoint's token counts, as returned."""
+    latency_s: float | None = None
+    cost_usd: float | None = None
+    """From the endpoint's per-token prices; null when it gives none."""
+    error: str | None = None
+    """Why there is no response (the request failed after retries); `passed` is then null."""
+    calls_from_content: bool = False
+    """The calls were read from JSON text in the reply's content (the embedded model)."""
+    attempts: int = 1
+    settings: dict[str, Any] | None = None
+    """Every request field but model, messages and tools: equal across models in a fair run."""
+
+    @property
+    def key(self) -> Key:
+        return (self.model, self.case_id, self.run)
+
+    def graded(self, result: CaseResult) -> RunRecord:
+        """This record with the grade of `result` (checks, and the judge when it has one)."""
+        update: dict[str, Any] = {
+            "tool_selection": result.tool_selection,
+            "schema_valid": result.schema_valid,
+            "argument_values": result.argument_values,
+            "passed": result.passed,
+            "failures": result.failures,
+        }
+        if result.judge is not None:
+            update["judge"] = result.judge
+        return self.model_copy(update=update)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "model": self.model,
+            "case_id": self.case_id,
+            "run": self.run,
+            "response": self.response,
+            "tool_selection": self.tool_selection,
+            "schema_valid": self.schema_valid,
+            "argument_values": self.argument_values,
+            "passed": self.passed,
+            "failures": [f.model_dump(mode="json") for f in self.failures],
+        }
+        if self.judge is not None:
+            data["judge"] = self.judge.model_dump(mode="json")
+        data |= {"usage": self.usage, "latency_s": self.latency_s, "cost_usd": self.cost_usd}
+        if self.error is not None:
+            data["error"] = self.error
+        if self.calls_from_content:
+            data["calls_from_content"] = True
+        data |= {"attempts": self.attempts, "settings": self.settings}
+        return data
+
+    def line(self) -> bytes:
+        return orjson.dumps(self.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
+
+
+def read_runs(path: str | Path, *, warn: bool = True) -> list[RunRecord]:
+    """The records of a runs file, the last one of each (model, case_id, run) kept, in file
+    order. Unreadable lines (one cut short by an interruption) are skipped with a warning."""
+    path = Path(path)
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read runs: {exc.strerror or exc}") from None
+    latest: dict[Key, RunRecord] = {}
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = RunRecord.model_validate(orjson.loads(raw))
+            except (orjson.JSONDecodeError, ValidationError) as exc:
+                if warn:
+                    why = str(exc).splitlines()[0]
+                    print(
+                        f"judge: {path}:{number}: skipped an unreadable line: {why}",
+                        file=sys.stderr,
+                    )
+                continue
+            latest.pop(record.key, None)  # re-inserted: file order follows the latest line
+            latest[record.key] = record
+    return list(latest.values())
+
+
+def compact(path: str | Path, records: Iterable[RunRecord]) -> None:
+    """Rewrite `path` to hold exactly `records` (atomically: a crash keeps the old file)."""
+    write_atomically(path, b"".join(record.line() for record in records))

@@ -1,0 +1,68 @@
+"""The statistics of `judge compare`."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge._compare import compare_runs, paired_difference, wilson
+from judge._runs import RunRecord
+
+
+@pytest.mark.parametrize(
+    ("rate", "n", "low", "high"),
+    [
+        pytest.param(1.0, 10, 0.7225, 1.0, id="all-pass-is-not-certain"),
+        pytest.param(0.0, 10, 0.0, 0.2775, id="all-fail"),
+        pytest.param(0.5, 100, 0.4038, 0.5962, id="half"),
+    ],
+)
+def test_wilson(rate: float, n: int, low: float, high: float) -> None:
+    interval = wilson(rate, n)
+    assert (interval.low, interval.high) == pytest.approx((low, high), abs=1e-4)
+
+
+def test_the_paired_bootstrap_is_seeded_and_paired() -> None:
+    a = {f"c{i}": 1.0 for i in range(20)}
+    b = {f"c{i}": 1.0 if i < 15 else 0.0 for i in range(20)} | {"only-b": 0.0}
+    first = paired_difference("a", a, "b", b, samples=2000, seed=3)
+    assert first == paired_difference("a", a, "b", b, samples=2000, seed=3)
+    assert first.cases == 20  # the case only b has is left out
+    assert first.difference is not None
+    assert first.difference.value == pytest.approx(0.25)
+    assert 0 < first.difference.low < 0.25 < first.difference.high <= 0.6
+    assert first.significant
+    same = paired_difference("a", a, "a2", dict(a), samples=500)
+    assert same.difference is not None and (same.difference.low, same.difference.high) == (0, 0)
+    assert not same.significant
+
+
+def record(model: str, case: str, run: int, passed: bool | None, **extra: object) -> RunRecord:
+    return RunRecord.model_validate(
+        {"model": model, "case_id": case, "run": run, "passed": passed, **extra}
+    )
+
+
+def test_runs_are_averaged_per_case_and_errors_left_out() -> None:
+    records = [
+        record("m", "a", 1, True, latency_s=1.0, settings={"t": 0}),
+        record("m", "a", 2, False, latency_s=3.0, settings={"t": 0}),
+        record("m", "b", 1, True, latency_s=2.0, settings={"t": 0}),
+        record("m", "b", 2, None, error="boom", settings={"t": 0}),
+        record("n", "a", 1, True, settings={"t": 1}),
+    ]
+    found = compare_runs(records)
+    m = next(s for s in found.models if s.model == "m")
+    assert m.pass_rate is not None and m.pass_rate.value == pytest.approx(0.75)
+    assert (m.cases, m.errors, m.varying) == (2, 1, ["a"])
+    assert m.latency_p50 == 2.0 and m.latency_p95 == pytest.approx(2.9)
+    assert any("not all asked with the same settings" in w for w in found.warnings)
+    assert any("m: 1 of 4 requests failed" in w for w in found.warnings)
+
+
+@pytest.mark.parametrize("n", [1, 10, 13, 25])
+def test_the_interval_always_holds_the_rate(n: int) -> None:
+    # regression: rounding put the upper bound of an all-pass interval at 0.9999999999999999,
+    # and the HTML report's error bars refused the negative length
+    for rate in (0.0, 1.0):
+        interval = wilson(rate, n)
+        assert interval.low <= rate <= interval.high

@@ -1,0 +1,48 @@
+"""Tool calls written as JSON text in the content, as the embedded model really emits them."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge._calls import Response, ToolCall
+from judge._text_calls import calls_in_text, with_text_calls
+
+FENCED = '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}\n```'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(FENCED, [("get_weather", '{"city":"Paris"}')], id="json-fence-as-emitted"),
+        pytest.param('```json\n{\n  "name": "bye"\n}\n```', [("bye", "{}")], id="no-arguments"),
+        pytest.param(
+            '<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n'
+            '<tool_call>\n{"name": "b", "arguments": {}}\n</tool_call>',
+            [("a", '{"x":1}'), ("b", "{}")],
+            id="qwen-tags",
+        ),
+        pytest.param(
+            '[{"name": "a", "parameters": {"x": 1}}, {"name": "b", "arguments": "{\\"y\\": 2"}]',
+            [("a", '{"x":1}'), ("b", '{"y": 2')],
+            id="bare-list-raw-arguments-kept",
+        ),
+        pytest.param(
+            '{"type": "function", "function": {"name": "a", "arguments": {}}}',
+            [("a", "{}")],
+            id="openai-shape",
+        ),
+        pytest.param('{"name": "John", "age": 31}', None, id="json-data-is-not-a-call"),
+        pytest.param("It is sunny in Paris.", None, id="plain-answer"),
+        pytest.param("```python\nprint(1)\n```", None, id="other-code"),
+    ],
+)
+def test_calls_in_text(text: str, expected: list[tuple[str, str]] | None) -> None:
+    found = calls_in_text(text)
+    assert (None if found is None else [(c.name, c.arguments) for c in found]) == expected
+
+
+def test_structured_calls_are_taken_at_their_word() -> None:
+    made = Response(content=FENCED, tool_calls=(ToolCall(name="x", arguments="{}"),))
+    assert with_text_calls(made) is made
+    moved = with_text_calls(Response(content=FENCED))
+    assert moved.content is None and [c.name for c in moved.tool_calls] == ["get_weather"]
