@@ -5,10 +5,13 @@ results = check("cases.jsonl")
 frame = results.to_pandas()
 """
 
+from typing import Any
+
 from judge._calls import Response, ToolCall
 from judge._case import Case, ExpectedCall, Labels, Tool
 from judge._check import check, check_case, iter_check
 from judge._client import JudgeEndpointError
+from judge._compare import Comparison, ModelStats, PairedDifference, compare_runs
 from judge._env import (
     Environment,
     StateDiff,
@@ -26,6 +29,8 @@ from judge._repeats import RepeatStats, pass_at_k, pass_hat_k, repeat_stats
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
 from judge._retry import RetryPolicy
 from judge._rubric import Rubric, RubricError, RubricSet, load_rubrics
+from judge._runs import RunRecord, read_runs
+from judge._schema import json_schema
 from judge._trajectory import TrajectoryReport
 from judge._values import ArgumentRule, Rules, json_equal
 from judge._verdict import (
@@ -54,6 +59,10 @@ __all__ = [
     "CaseError",
     "CaseResult",
     "CheckResults",
+    "Comparison",
+    "ModelStats",
+    "PairedDifference",
+    "RunRecord",
     "ExpectedCall",
     "Failure",
     "FailureKind",
@@ -84,10 +93,23 @@ __all__ = [
     "repeat_stats",
     "replay",
     "check_case",
+    "compare_runs",
+    "read_runs",
     "grade",
     "iter_cases",
     "iter_check",
     "json_equal",
+    "json_schema",
+    "create_app",
     "load_cases",
     "load_rubrics",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The HTTP service's factory is imported on first use: checking cases needs no FastAPI.
+    if name == "create_app":
+        from judge._service import create_app
+
+        return create_app
+    raise AttributeError(f"module 'judge' has no attribute {name!r}")

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 import click
 
+from judge._calibration import GateRefusal, check_gate, load_record
 from judge._grade import DEFAULT_SEED, Judge
 from judge._result import CaseResult
 from judge._summary import Summary
@@ -121,6 +122,20 @@ def make_judge(options: dict[str, Any]) -> Judge:
         raise click.BadParameter(f"--extra-body is not JSON: {exc}") from None
     no_cache = options.pop("no_cache")
     return Judge(extra_body=extra_body, cache=not no_cache, **options)
+
+
+def calibration_gate(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
+    """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
+    try:
+        record = load_record(path)
+        check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
+    except GateRefusal as exc:
+        if not force:
+            click.echo(f"judge {command}: refused: {exc}", err=True)
+            sys.exit(EXIT_GATE)
+        click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
+        return False
+    return True
 
 
 def require_files(paths: tuple[str, ...]) -> None:

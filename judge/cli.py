@@ -12,13 +12,12 @@ from typing import IO, Any
 import click
 import orjson
 
-from judge._calibration import GateRefusal, check_gate, load_record
 from judge._check import iter_check
 from judge._cli_common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
-    EXIT_GATE,
     EXIT_UNREADABLE,
+    calibration_gate,
     judge_options,
     line_count,
     make_judge,
@@ -30,7 +29,11 @@ from judge._cli_common import (
     summary_format_option,
 )
 from judge._cli_data import COMMANDS
+from judge._cli_match import match_settings, trajectory_options
+from judge._cli_run import COMMANDS as RUN_COMMANDS
+from judge._cli_service import COMMANDS as SERVICE_COMMANDS
 from judge._client import JudgeEndpointError
+from judge._env import load_factory
 from judge._errors import InputError, JudgeError
 from judge._grade import Judge, Plan
 from judge._loading import load_cases
@@ -66,16 +69,29 @@ def main() -> None:
     default=None,
     help="Show a progress bar (default: when standard error is a terminal).",
 )
+@trajectory_options
 def check_command(
     cases: tuple[str, ...],
     output: str | None,
     summary_format: str,
     fail_under: float | None,
     progress: bool | None,
+    match: str | None,
+    args_match: str | None,
+    overrides: tuple[str, ...],
+    ignore_tools: tuple[str, ...],
+    env: str | None,
 ) -> None:
     """Grade CASES (JSON Lines files, or - for standard input) deterministically: well-formed
-    calls, the right tools, the expected argument values."""
+    calls, the right tools, the expected argument values; with --match, the whole trajectory;
+    with --env, the final state."""
     require_files(cases)
+    try:
+        settings = match_settings(match, args_match, overrides, ignore_tools)
+        factory = load_factory(env) if env else None
+    except Exception as exc:  # an override or environment that cannot be loaded
+        click.echo(f"judge check: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
     summary = Summary()
     to_stdout = output in (None, "-")
     try:
@@ -87,7 +103,8 @@ def check_command(
             for path in cases:
                 total = line_count(path) if show else None
                 with progress_bar(os.path.basename(path), total, show) as advance:
-                    for seen, result in enumerate(iter_check(path), start=1):
+                    results = iter_check(path, match=settings, env=factory)
+                    for seen, result in enumerate(results, start=1):
                         summary.add(result)
                         sink.write(
                             orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
@@ -117,9 +134,9 @@ def check_command(
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
+    type=click.Path(dir_okay=False, allow_dash=True),
     help="Append one result per line here as cases finish; rerun with the same file "
-    "to resume (default: standard output).",
+    "to resume (default, or -: standard output).",
 )
 @judge_options
 @click.option(
@@ -144,6 +161,13 @@ def check_command(
 @click.option(
     "--price-per-mtok", type=float, help="USD per million prompt tokens, to price a --dry-run."
 )
+@click.option(
+    "--trajectory",
+    is_flag=True,
+    help="Also judge each case's whole path of calls (needless calls, a write without "
+    "confirmation, steps in the wrong order) with the trajectory rubric.",
+)
+@trajectory_options
 @summary_format_option
 @click.option(
     "--fail-under",
@@ -162,17 +186,27 @@ def grade_command(
     price_per_mtok: float | None,
     summary_format: str,
     fail_under: float | None,
+    match: str | None,
+    args_match: str | None,
+    overrides: tuple[str, ...],
+    ignore_tools: tuple[str, ...],
+    env: str | None,
     **judge_options: Any,
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
+    output = None if output == "-" else output
     try:
+        judge_options["match"] = match_settings(match, args_match, overrides, ignore_tools)
+        judge_options["env"] = load_factory(env) if env else None
         judge = make_judge(judge_options)
-    except JudgeError as exc:
+    except (JudgeError, ValueError) as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     if calibration is not None:
-        judge.trusted = _gate(judge, calibration, strict=strict, force=force)
+        judge.trusted = calibration_gate(
+            judge, calibration, strict=strict, force=force, command="grade"
+        )
     if dry_run:
         plan = asyncio.run(_plan(judge, cases))
         lines = [
@@ -204,20 +238,6 @@ def grade_command(
             shown = "no case judged" if rate is None else f"judge pass rate {rate:.1%}"
             click.echo(f"judge grade: {shown} is under --fail-under {fail_under:.1%}", err=True)
             sys.exit(EXIT_BELOW_THRESHOLD)
-
-
-def _gate(judge: Judge, path: str, *, strict: bool, force: bool) -> bool:
-    """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
-    try:
-        record = load_record(path)
-        check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
-    except GateRefusal as exc:
-        if not force:
-            click.echo(f"judge grade: refused: {exc}", err=True)
-            sys.exit(EXIT_GATE)
-        click.echo(f"judge grade: --force: running untrusted: {exc}", err=True)
-        return False
-    return True
 
 
 async def _plan(judge: Judge, cases: tuple[str, ...]) -> Plan:
@@ -273,7 +293,7 @@ def rubric_group() -> None:
 def rubric_list(rubrics: str | None, small: bool) -> None:
     """List the rubrics with their version and content hash."""
     found = load_rubrics(rubrics, kind="small" if small else "default")
-    for rubric in (found.selection, found.arguments):
+    for rubric in found.all:
         click.echo(
             f"{rubric.name}\t{rubric.dimension}\tv{rubric.version}\t"
             f"{rubric.sha256[:12]}\t{rubric.path}"
@@ -314,7 +334,7 @@ def rubric_show(
         click.echo(json.dumps(question.schema, indent=2))
 
 
-for _command in COMMANDS:
+for _command in (*COMMANDS, *SERVICE_COMMANDS, *RUN_COMMANDS):
     main.add_command(_command)
 
 

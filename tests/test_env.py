@@ -200,3 +200,21 @@ def test_an_environment_that_cannot_load_exits_2() -> None:
     )
     assert done.returncode == 2
     assert "cannot import 'x'" in done.stderr
+
+
+def test_published_schemas_cover_trajectory_cases_and_results() -> None:
+    import jsonschema
+
+    from judge import json_schema
+
+    case_schema, result_schema = json_schema("case"), json_schema("result")
+    cases = jsonschema.validators.validator_for(case_schema)(case_schema)
+    results = jsonschema.validators.validator_for(result_schema)(result_schema)
+    for line in (EXAMPLE / "cases.jsonl").read_text().splitlines():
+        data = json.loads(line)
+        for match in ("strict", {"mode": "subset", "overrides": {"a": ["/x"], "b": "ignore"}}):
+            assert not list(cases.iter_errors(data | {"match": match}))
+        assert list(cases.iter_errors(data | {"match": "sorted"}))
+    for result in run("--env", FACTORY, "--match", "strict"):
+        assert result["trajectory"] and result["final_state"]
+        assert not list(results.iter_errors(result)), result["id"]

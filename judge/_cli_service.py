@@ -1,0 +1,124 @@
+"""Commands for other harnesses: `judge serve` (the HTTP service) and `judge schema` (the
+JSON Schemas of the formats)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from typing import Any
+
+import click
+
+from judge._cli_common import EXIT_UNREADABLE, calibration_gate, judge_options, make_judge
+from judge._cli_match import match_settings, trajectory_options
+from judge._env import load_factory
+from judge._errors import JudgeError
+from judge._schema import SCHEMA_NAMES, SchemaName, json_schema
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(ctx: click.Context, param: click.Parameter, value: str | int) -> int:
+    """Bytes from `1048576`, `512K`, `32M`, `32MiB`, `1G`."""
+    found = _SIZE.match(str(value))
+    if found is None:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 32M or 1048576)")
+    size = int(found[1]) * _UNITS[(found[2] or "").lower()[:1]]
+    if size < 1:
+        raise click.BadParameter("must be at least 1 byte")
+    return size
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@judge_options
+@click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False),
+    help="A record from `judge calibrate`: refuse to start (exit 3) a judge that differs "
+    "from the calibrated one or whose kappa is under the record's threshold.",
+)
+@click.option("--strict", is_flag=True, help="With --calibration: the interval's lower bound.")
+@click.option(
+    "--force", is_flag=True, help="With --calibration: serve anyway, verdicts trusted: false."
+)
+@click.option(
+    "--max-request-bytes",
+    callback=parse_size,
+    default="32M",
+    show_default=True,
+    help="Larger request bodies get 413.",
+)
+@click.option(
+    "--max-cases",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Batches with more cases get 422.",
+)
+@trajectory_options
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
+def serve_command(
+    host: str,
+    port: int,
+    calibration: str | None,
+    strict: bool,
+    force: bool,
+    max_request_bytes: int,
+    max_cases: int,
+    log_level: str,
+    match: str | None,
+    args_match: str | None,
+    overrides: tuple[str, ...],
+    ignore_tools: tuple[str, ...],
+    env: str | None,
+    **options: Any,
+) -> None:
+    """Serve POST /v1/check and /v1/grade (JSON array or NDJSON of cases; results as the CLI
+    writes them), GET /v1/rubrics, /healthz and the OpenAPI docs at /docs.
+
+    Set JUDGE_SERVICE_TOKEN to require `Authorization: Bearer <token>` (not on /healthz)."""
+    import uvicorn
+
+    from judge._service import create_app
+    from judge._service_body import Limits
+
+    try:
+        options["match"] = match_settings(match, args_match, overrides, ignore_tools)
+        options["env"] = load_factory(env) if env else None
+        judge = make_judge(options)
+    except (JudgeError, ValueError) as exc:
+        click.echo(f"judge serve: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if calibration is not None:
+        judge.trusted = calibration_gate(
+            judge, calibration, strict=strict, force=force, command="serve"
+        )
+    app = create_app(
+        judge=judge,
+        token=os.environ.get("JUDGE_SERVICE_TOKEN") or None,
+        limits=Limits(max_request_bytes=max_request_bytes, max_cases=max_cases),
+        match=options["match"],
+        env=options["env"],
+    )
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+@click.command("schema")
+@click.argument("name", type=click.Choice(SCHEMA_NAMES))
+def schema_command(name: SchemaName) -> None:
+    """Print the JSON Schema (Draft 2020-12) of a format: `case` (one input line), `result`
+    (one line of `judge check` / `judge grade` output) or `calibration` (the record)."""
+    click.echo(json.dumps(json_schema(name), indent=2))
+
+
+COMMANDS = (serve_command, schema_command)

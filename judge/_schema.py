@@ -1,0 +1,303 @@
+"""The published JSON Schemas (Draft 2020-12) of the three formats: cases in, results out, and
+calibration records.
+
+They start from the pydantic models and are then made honest about the wire format: a case is
+read through before-validators that accept more shapes than the models hold (tools and responses
+in OpenAI, Responses API and Anthropic form, expected calls copied as OpenAI tool calls, `name`
+for `id`, no id at all), and a result is written by `CaseResult.to_json_dict`, which leaves
+`judge` and `ungrounded_values` out when they are unset.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from judge._calibration import CalibrationRecord
+from judge._case import Case
+from judge._match import MATCH_MODES
+from judge._result import CaseResult
+
+SchemaName = Literal["case", "result", "calibration"]
+SCHEMA_NAMES: tuple[SchemaName, ...] = ("case", "result", "calibration")
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+_ANY: dict[str, Any] = {}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+_OBJECT_OR_NULL = {"type": ["object", "null"]}
+_CALL_ARGUMENTS = {
+    "description": "The arguments: JSON text (kept raw, so invalid JSON can be graded) or a "
+    "JSON value (serialised); absent means none."
+}
+
+
+def json_schema(name: SchemaName) -> dict[str, Any]:
+    """The JSON Schema of one format: `case`, `result` or `calibration`."""
+    if name == "case":
+        schema = _case_schema()
+    elif name == "result":
+        schema = _result_schema()
+    elif name == "calibration":
+        schema = CalibrationRecord.model_json_schema(mode="serialization")
+        schema["description"] = (
+            "What `judge calibrate` writes and `judge grade --calibration` reads."
+        )
+    else:
+        raise ValueError(f"no schema {name!r}: choose one of {', '.join(SCHEMA_NAMES)}")
+    return {"$schema": DIALECT, "$id": f"urn:tool-call-judge:{name}", **schema}
+
+
+def _result_schema() -> dict[str, Any]:
+    schema = CaseResult.model_json_schema(mode="serialization")
+    properties = schema["properties"]
+    # to_json_dict always writes these, and writes `judge` / `ungrounded_values` only when set.
+    schema["required"] = ["id", "tool_selection", "schema_valid", "argument_values", "passed"]
+    schema["required"].append("failures")
+    for key in ("judge", "ungrounded_values"):
+        options = [s for s in properties[key].get("anyOf", []) if s.get("type") != "null"]
+        if options:
+            properties[key] = {
+                **{k: v for k, v in properties[key].items() if k != "anyOf"},
+                **options[0],
+            }
+        properties[key].pop("default", None)
+    schema["description"] = "One line of `judge check` / `judge grade` output (one per case)."
+    return schema
+
+
+def _case_schema() -> dict[str, Any]:
+    schema = Case.model_json_schema(mode="validation")
+    defs: dict[str, Any] = schema.setdefault("$defs", {})
+    properties = schema["properties"]
+    id_types = {"type": ["string", "number", "null"]}
+    properties["id"] = {
+        **id_types,
+        "description": "The case id (numbers become text). Absent (and no `name`): "
+        "`<file name>:<line>`.",
+    }
+    properties["name"] = {**id_types, "description": "Accepted for `id`."}
+    schema["required"] = []
+    properties["tools"] = {
+        "description": "The tools offered, exactly as the model was given them.",
+        "anyOf": [{"type": "array", "items": {"$ref": "#/$defs/ToolInput"}}, {"type": "null"}],
+    }
+    properties["response"] = {
+        "description": "What the candidate returned, in any accepted shape; absent or null: "
+        "not run yet.",
+        "$ref": "#/$defs/ResponseInput",
+    }
+    properties["expected_calls"] = {
+        "description": "Absent or null: unknown (judge only); []: no tool should be called.",
+        "anyOf": [
+            {"type": "array", "items": {"$ref": "#/$defs/ExpectedCallInput"}},
+            {"type": "null"},
+        ],
+    }
+    properties["match"] = {
+        "description": "How strictly the calls must follow `expected_calls`; a mode alone "
+        'is short for `{"mode": ...}`.',
+        "anyOf": [
+            {"$ref": "#/$defs/Match"},
+            {"type": "string", "enum": list(MATCH_MODES)},
+            {"type": "null"},
+        ],
+    }
+    defs.pop("Tool", None)
+    defs.pop("Response", None)
+    defs.pop("ToolCall", None)
+    defs.update(_case_defs(defs.pop("ExpectedCall")))
+    schema["description"] = (Case.__doc__ or "").strip()
+    return schema
+
+
+def _case_defs(expected_call: dict[str, Any]) -> dict[str, Any]:
+    function_spec = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string"},
+            "description": _TEXT_OR_NULL,
+            "parameters": {**_OBJECT_OR_NULL, "description": "The arguments' JSON Schema."},
+            "input_schema": {**_OBJECT_OR_NULL, "description": "Anthropic's name for it."},
+        },
+    }
+    no_function = {"not": {"required": ["function"]}}
+    tool = {
+        "description": 'OpenAI `{"type": "function", "function": {...}}`, or the function '
+        "itself (`name`, `parameters`), or Anthropic's (`name`, `input_schema`).",
+        "anyOf": [
+            {"type": "object", "required": ["function"], "properties": {"function": function_spec}},
+            {**function_spec, **no_function},
+        ],
+    }
+    body = copy.deepcopy(expected_call)
+    arguments = body["properties"]["arguments"]
+    arguments.pop("default", None)
+    body["properties"]["arguments"] = {
+        "anyOf": [arguments, {"type": "string", "description": "JSON text of the object."}]
+    }
+    expected = {
+        "description": "An expected call, or an OpenAI tool call copied as is.",
+        "anyOf": [
+            {"type": "object", "required": ["function"], "properties": {"function": body}},
+            {**body, **no_function},
+        ],
+    }
+    return {
+        "ToolInput": tool,
+        "ExpectedCallInput": expected,
+        "ResponseInput": _response_input(),
+        "ResponseItem": _response_item(),
+        "ResponseMessage": _message(),
+    }
+
+
+def _response_input() -> dict[str, Any]:
+    not_keys = {"not": {"anyOf": [{"required": ["choices"]}, {"required": ["output"]}]}}
+    return {
+        "description": "An OpenAI chat message or whole chat completion; a list of "
+        '`{"name", "arguments"}`; OpenAI Responses API output items or a whole response; '
+        "Anthropic content blocks or a whole message; or plain text.",
+        "anyOf": [
+            {"type": "null"},
+            {"type": "string"},
+            {"type": "array", "items": {"$ref": "#/$defs/ResponseItem"}},
+            {
+                "type": "object",
+                "required": ["choices"],
+                "properties": {
+                    "choices": {
+                        "type": "array",
+                        "minItems": 1,
+                        "prefixItems": [
+                            {
+                                "type": "object",
+                                "properties": {"message": {"$ref": "#/$defs/ResponseInput"}},
+                            }
+                        ],
+                    }
+                },
+                "description": "A whole chat completion: its first choice's message.",
+            },
+            {
+                "type": "object",
+                "required": ["output"],
+                "not": {"anyOf": [{"required": ["choices"]}, {"required": ["type"]}]},
+                "properties": {"output": {"$ref": "#/$defs/ResponseInput"}},
+                "description": "A whole Responses API response.",
+            },
+            {
+                "allOf": [
+                    {"$ref": "#/$defs/ResponseMessage"},
+                    {"anyOf": [{"required": [k]} for k in ("tool_calls", "content", "role")]},
+                    not_keys,
+                ]
+            },
+            {
+                "allOf": [
+                    {"$ref": "#/$defs/ResponseItem"},
+                    {"type": "object"},
+                    {
+                        "not": {
+                            "anyOf": [{"required": [k]} for k in ("tool_calls", "content", "role")]
+                        }
+                    },
+                    not_keys,
+                ]
+            },
+        ],
+    }
+
+
+def _message() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "A chat message: text or content parts, and tool calls.",
+        "properties": {
+            "content": {
+                "anyOf": [
+                    {"type": ["string", "null"]},
+                    {"type": "array", "items": {"$ref": "#/$defs/ResponseItem"}},
+                ]
+            },
+            "tool_calls": {
+                "anyOf": [
+                    {"type": "null"},
+                    {"type": "array", "items": {"$ref": "#/$defs/ResponseItem"}},
+                ]
+            },
+        },
+    }
+
+
+def _response_item() -> dict[str, Any]:
+    def typed(kind: Any, required: list[str], **properties: Any) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["type", *required],
+            "properties": {"type": kind, **properties},
+        }
+
+    no_function = {
+        "not": {"properties": {"function": {"type": "object"}}, "required": ["function"]}
+    }
+    return {
+        "description": "One tool call, text part or message, in any supported form.",
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "required": ["function"],
+                "properties": {
+                    "function": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {"name": {"type": "string"}, "arguments": _CALL_ARGUMENTS},
+                    }
+                },
+                "description": "An OpenAI chat tool call.",
+            },
+            {
+                "allOf": [
+                    typed({"const": "function_call"}, ["name"], name={"type": "string"}),
+                    no_function,
+                ],
+                "description": "A Responses API function call (`arguments`, `call_id`).",
+            },
+            {
+                "allOf": [
+                    typed({"const": "tool_use"}, ["name"], name={"type": "string"}),
+                    no_function,
+                ],
+                "description": "An Anthropic tool_use block (`input`).",
+            },
+            {
+                "allOf": [
+                    typed(
+                        {"enum": ["text", "output_text", "input_text"]},
+                        ["text"],
+                        text={"type": "string"},
+                    ),
+                    no_function,
+                ]
+            },
+            {"allOf": [typed({"const": "message"}, []), {"$ref": "#/$defs/ResponseMessage"}]},
+            {
+                "allOf": [
+                    typed({"enum": ["reasoning", "thinking", "redacted_thinking", "refusal"]}, []),
+                    no_function,
+                ]
+            },
+            {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "type": {"type": "null"},
+                    "name": {"type": "string"},
+                    "arguments": _CALL_ARGUMENTS,
+                },
+                **no_function,
+                "description": 'A plain `{"name", "arguments"}` call.',
+            },
+        ],
+    }

@@ -1,0 +1,139 @@
+"""Reading a batch of cases from an HTTP request: a JSON array or NDJSON, within limits.
+
+The body is read whole (up to the size limit) before any reply is sent, so every refusal is a
+proper status code; the cases in it are then parsed lazily, one at a time, exactly as the CLI
+parses a file, so a bad case becomes an `InvalidCase` result and never a refusal.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from fastapi import HTTPException, Request
+from starlette.concurrency import run_in_threadpool
+
+from judge._case import Case
+from judge._errors import CaseError
+from judge._loading import _iter_lines, parse_case
+
+NDJSON = "application/x-ndjson"
+NDJSON_TYPES = frozenset((NDJSON, "application/jsonl", "application/x-jsonlines"))
+_PARSE_OFF_LOOP = 256 * 1024  # bodies larger than this are decoded in a worker thread
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may hold."""
+
+    max_request_bytes: int = 32 * 1024 * 1024
+    max_cases: int = 10_000
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The cases of one request, parsed lazily (`items()`), and how the reply is framed."""
+
+    ndjson: bool
+    source: str
+    body: bytes
+    array: list[Any] | None = None
+
+    def items(self) -> Iterator[Case | CaseError]:
+        """Each case in order, or the `CaseError` standing in for it (named `source:line`)."""
+        if self.array is None:
+            for _, item in _iter_lines(io.BytesIO(self.body), self.source):
+                yield item
+            return
+        for position, data in enumerate(self.array, start=1):
+            try:
+                yield parse_case(data, source=self.source, line=position)
+            except CaseError as exc:
+                yield exc
+
+
+def is_ndjson(request: Request) -> bool:
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media in NDJSON_TYPES
+
+
+async def read_batch(request: Request, limits: Limits, source: str) -> Batch:
+    """The request's cases; 413 over the size limit, 400 for a JSON body that does not parse,
+    422 for one that is not an array or holds more cases than allowed."""
+    body = await _read_body(request, limits.max_request_bytes)
+    if is_ndjson(request):
+        count = (
+            await run_in_threadpool(_count_lines, body)
+            if len(body) > _PARSE_OFF_LOOP
+            else _count_lines(body)
+        )
+        _check_count(count, limits)
+        return Batch(ndjson=True, source=source, body=body)
+    try:
+        if len(body) > _PARSE_OFF_LOOP:
+            data = await run_in_threadpool(orjson.loads, body)
+        else:
+            data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise HTTPException(
+            400,
+            f"the body is not valid JSON ({exc}); send a JSON array of cases, or NDJSON "
+            f"(one case per line) with Content-Type: {NDJSON}",
+        ) from None
+    if not isinstance(data, list):
+        raise HTTPException(
+            422,
+            f"the body must be a JSON array of cases, got {_kind(data)}; to send one "
+            "case, wrap it in [...]",
+        )
+    _check_count(len(data), limits)
+    return Batch(ndjson=False, source=source, body=b"", array=data)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(int(declared), limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(size, limit, at_least=True)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: int, limit: int, *, at_least: bool = False) -> HTTPException:
+    shown = f"at least {size}" if at_least else str(size)
+    return HTTPException(
+        413,
+        f"the request body is {shown} bytes, over this service's limit of {limit} bytes "
+        "(judge serve --max-request-bytes); split the batch",
+    )
+
+
+def _check_count(count: int, limits: Limits) -> None:
+    if count > limits.max_cases:
+        raise HTTPException(
+            422,
+            f"the batch holds {count} cases, over this service's limit of {limits.max_cases} "
+            "per request (judge serve --max-cases); split the batch",
+        )
+
+
+def _count_lines(body: bytes) -> int:
+    return sum(1 for line in body.splitlines() if line.strip())
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"

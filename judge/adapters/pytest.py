@@ -1,0 +1,52 @@
+"""A pytest helper: `assert_tool_calls(response, expected=..., tools=...)`.
+
+    from judge.adapters.pytest import assert_tool_calls
+
+    def test_refund_agent():
+        response = agent("Refund order ord_7281")          # any shape `judge check` reads
+        expected = [{"name": "issue_refund", "arguments": {"order_id": "ord_7281"}}]
+        assert_tool_calls(response, tools=TOOLS, expected=expected)
+
+On failure the message lists every check and every failure, with the call and JSON pointer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judge._result import CaseResult
+from judge._values import Rules
+from judge.adapters._grading import check_calls, describe
+
+
+def assert_tool_calls(
+    response: Any,
+    *,
+    expected: Any = None,
+    tools: Any = None,
+    messages: Any = None,
+    rules: Rules | None = None,
+    case_id: str = "assert_tool_calls",
+) -> CaseResult:
+    """Fail unless the response's calls are well formed for `tools` and match `expected`
+    (`[]`: no call at all). Without `expected`, only well-formedness is asserted, and a
+    response with no calls fails rather than passing vacuously. Returns the result."""
+    __tracebackhide__ = True
+    result = check_calls(
+        response,
+        tools=tools,
+        expected_calls=expected,
+        messages=messages,
+        case_id=case_id,
+        rules=rules,
+    )
+    if result.passed is True:
+        return result
+    if result.passed is None and result.schema_valid is True and not result.failures:
+        return result
+    if result.passed is None and result.schema_valid is None and not result.failures:
+        raise AssertionError(
+            f"case {case_id!r}: no tool calls and no `expected` to grade them against; "
+            "pass expected=[] to assert that no tool is called"
+        )
+    raise AssertionError("tool calls do not match:\n" + describe(result))

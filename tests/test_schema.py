@@ -1,0 +1,252 @@
+"""`judge schema`: the published schemas accept what the CLI reads and writes, and reject what
+the loader rejects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from jsonschema import Draft202012Validator
+
+from judge import load_cases
+from judge.cli import main
+from tests.chat_server import ChatServer
+from tests.helpers import call, case
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "cases.jsonl"
+SAMPLE = ROOT / "calibration" / "sample.jsonl"
+
+
+def schema(name: str) -> Draft202012Validator:
+    result = CliRunner().invoke(main, ["schema", name])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    Draft202012Validator.check_schema(document)
+    return Draft202012Validator(document)
+
+
+def problems(validator: Draft202012Validator, instance: Any) -> list[str]:
+    return [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(instance)]
+
+
+def test_every_example_case_fits_the_case_schema() -> None:
+    validator = schema("case")
+    for number, line in enumerate(EXAMPLES.read_text().splitlines(), start=1):
+        assert problems(validator, json.loads(line)) == [], f"line {number}"
+
+
+def test_every_calibration_sample_case_fits_the_case_schema() -> None:
+    validator = schema("case")
+    for number, line in enumerate(SAMPLE.read_text().splitlines(), start=1):
+        assert problems(validator, json.loads(line)) == [], f"line {number}"
+
+
+TOOL = {"type": "object", "properties": {"city": {"type": "string"}}}
+OPENAI_CALL = call("get_weather", {"city": "Paris"})
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param(
+            {"response": {"content": None, "tool_calls": [OPENAI_CALL]}}, id="openai-message"
+        ),
+        pytest.param(
+            {"response": {"choices": [{"message": {"tool_calls": [OPENAI_CALL]}}]}}, id="completion"
+        ),
+        pytest.param(
+            {"response": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}, id="plain-list"
+        ),
+        pytest.param(
+            {"response": [{"name": "get_weather", "arguments": "{'city'"}]}, id="plain-raw-text"
+        ),
+        pytest.param({"response": "It is sunny."}, id="text"),
+        pytest.param({"response": None}, id="not-run"),
+        pytest.param(
+            {
+                "response": {
+                    "output": [
+                        {
+                            "type": "function_call",
+                            "name": "get_weather",
+                            "arguments": "{}",
+                            "call_id": "c",
+                        },
+                        {"type": "message", "content": [{"type": "output_text", "text": "ok"}]},
+                    ]
+                }
+            },
+            id="responses-api",
+        ),
+        pytest.param(
+            {
+                "response": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "on it"},
+                        {
+                            "type": "tool_use",
+                            "id": "t",
+                            "name": "get_weather",
+                            "input": {"city": "Paris"},
+                        },
+                        {"type": "thinking", "thinking": "hm"},
+                    ],
+                }
+            },
+            id="anthropic-message",
+        ),
+        pytest.param(
+            {"response": [{"type": "tool_use", "name": "get_weather", "input": {}}]},
+            id="anthropic-blocks",
+        ),
+        pytest.param(
+            {"tools": [{"name": "get_weather", "input_schema": TOOL}]}, id="anthropic-tool"
+        ),
+        pytest.param(
+            {"tools": [{"name": "get_weather", "parameters": TOOL, "description": "d"}]},
+            id="flat-tool",
+        ),
+        pytest.param({"tools": None}, id="null-tools"),
+        pytest.param({"expected_calls": [OPENAI_CALL]}, id="expected-as-openai-call"),
+        pytest.param(
+            {"expected_calls": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]},
+            id="expected-arguments-text",
+        ),
+        pytest.param(
+            {
+                "expected_calls": [
+                    {
+                        "name": "get_weather",
+                        "arguments": {"city": {"$any": ["Paris", "paris"], "$optional": True}},
+                    }
+                ]
+            },
+            id="expected-matchers",
+        ),
+        pytest.param({"id": 7}, id="numeric-id"),
+        pytest.param({"id": None, "name": "seed-style"}, id="name-for-id"),
+        pytest.param({"id": None}, id="no-id"),
+        pytest.param(
+            {"labels": {"selection": "correct", "note": "extra keys are kept"}}, id="labels-extra"
+        ),
+    ],
+)
+def test_every_shape_the_loader_accepts_fits_the_schema(fields: dict[str, Any]) -> None:
+    data = {**case([OPENAI_CALL]), **fields}
+    if data.get("id") is None and "name" not in fields:
+        data.pop("id")
+    loaded = load_cases([data])
+    assert loaded.errors == []
+    assert problems(schema("case"), data) == []
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"response": 5}, id="response-number"),
+        pytest.param({"response": {"choices": []}}, id="no-choices"),
+        pytest.param({"response": [{"type": "image", "url": "x"}]}, id="unknown-part"),
+        pytest.param({"response": [{"function": {"arguments": "{}"}}]}, id="call-without-name"),
+        pytest.param({"response": {"content": 3}}, id="content-number"),
+        pytest.param(
+            {"tools": [{"type": "function", "function": {"parameters": TOOL}}]},
+            id="tool-without-name",
+        ),
+        pytest.param(
+            {"tools": [{"name": "t", "parameters": "not a schema"}]}, id="parameters-text"
+        ),
+        pytest.param({"tools": {"name": "t"}}, id="tools-object"),
+        pytest.param({"expected_calls": [{"arguments": {}}]}, id="expected-without-name"),
+        pytest.param({"expected_calls": {"name": "t"}}, id="expected-object"),
+        pytest.param({"expected_behavior": "maybe"}, id="unknown-behavior"),
+        pytest.param({"labels": {"selection": "fine"}}, id="unknown-label"),
+        pytest.param({"id": True}, id="boolean-id"),
+    ],
+)
+def test_shapes_the_loader_rejects_the_schema_rejects(fields: dict[str, Any]) -> None:
+    data = {**case([OPENAI_CALL]), **fields}
+    assert load_cases([data]).errors != []
+    assert problems(schema("case"), data) != []
+
+
+def test_results_of_judge_check_fit_the_result_schema(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(EXAMPLES.read_text() + "{broken\n" + '{"id": "x", "tools": 3}\n')
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(main, ["check", str(cases), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    validator = schema("result")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 11
+    for row in rows:
+        assert problems(validator, row) == [], row["id"]
+    assert problems(validator, {**rows[0], "passed": "yes"}) != []
+    assert problems(validator, {k: v for k, v in rows[0].items() if k != "failures"}) != []
+
+
+def test_results_of_judge_grade_fit_the_result_schema(server: ChatServer, tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(
+        main,
+        [
+            "grade",
+            str(EXAMPLES),
+            "-o",
+            str(out),
+            "--base-url",
+            server.url,
+            "--model",
+            "m",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--samples",
+            "2",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    validator = schema("result")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and all("judge" in row for row in rows)
+    for row in rows:
+        assert problems(validator, row) == [], row["id"]
+    broken = {**rows[0], "judge": {**rows[0]["judge"], "status": "fine"}}
+    assert problems(validator, broken) != []
+
+
+def test_the_record_of_judge_calibrate_fits_the_calibration_schema(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text("".join(SAMPLE.read_text().splitlines(keepends=True)[:24]))
+    record = tmp_path / "calibration.json"
+    result = CliRunner().invoke(
+        main,
+        [
+            "calibrate",
+            str(sample),
+            "-o",
+            str(record),
+            "--base-url",
+            server.url,
+            "--model",
+            "m",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+    )
+    assert result.exit_code in (0, 1), result.output
+    written = json.loads(record.read_text())
+    validator = schema("calibration")
+    assert problems(validator, written) == []
+    assert problems(validator, {**written, "threshold": "high"}) != []
+
+
+def test_an_unknown_schema_name_is_refused() -> None:
+    result = CliRunner().invoke(main, ["schema", "verdict"])
+    assert result.exit_code == 2
+    assert "case" in result.output and "calibration" in result.output
