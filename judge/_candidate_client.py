@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from judge._client import Endpoint, JudgeEndpointError
+from judge._client import Endpoint, JudgeEndpointError, sdk_client
 from judge._errors import JudgeError
 from judge._retry import RateGate, RetryPolicy, call_with_retries, is_quota_exhausted
 
@@ -52,13 +52,7 @@ class CandidateClient:
         key_hint: str = "OPENROUTER_API_KEY",
     ) -> None:
         self.endpoint = endpoint
-        self._client = openai.AsyncOpenAI(
-            base_url=endpoint.base_url,
-            api_key=endpoint.api_key,
-            max_retries=0,  # one retry layer: ours
-            timeout=timeout,
-            http_client=openai.DefaultAioHttpClient(),
-        )
+        self._client = sdk_client(endpoint, timeout)
         self._slots = asyncio.Semaphore(concurrency)
         self._policy = policy or RetryPolicy()
         self._gate = RateGate()

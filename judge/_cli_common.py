@@ -12,6 +12,8 @@ from typing import IO, Any
 import click
 
 from judge._calibration import GateRefusal, check_gate, load_record
+from judge._cli_match import trajectory_from
+from judge._errors import JudgeError
 from judge._grade import DEFAULT_SEED, Judge
 from judge._result import CaseResult
 from judge._summary import Summary
@@ -124,7 +126,28 @@ def make_judge(options: dict[str, Any]) -> Judge:
     return Judge(extra_body=extra_body, cache=not no_cache, **options)
 
 
-def calibration_gate(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
+def judge_for(
+    command: str,
+    options: dict[str, Any],
+    *,
+    calibration: str | None = None,
+    strict: bool = False,
+    force: bool = False,
+) -> Judge:
+    """The judge that the judge options and the trajectory options describe, past the
+    calibration gate when a record is given (exit 2 on bad options, 3 when refused)."""
+    try:
+        match, env = trajectory_from(options)
+        judge = make_judge({**options, "match": match, "env": env})
+    except (JudgeError, ValueError) as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if calibration is not None:
+        judge.trusted = _gate(judge, calibration, strict=strict, force=force, command=command)
+    return judge
+
+
+def _gate(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
     """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
     try:
         record = load_record(path)

@@ -7,7 +7,15 @@ from typing import Any
 
 import click
 
+from judge._env import EnvironmentFactory, load_factory
 from judge._match import ARGS_MODES, MATCH_MODES, Match, parse_override
+
+judge_trajectory_option = click.option(
+    "--trajectory",
+    is_flag=True,
+    help="Also judge each case's whole path of calls (needless calls, a write without "
+    "confirmation, steps in the wrong order) with the trajectory rubric.",
+)
 
 
 def trajectory_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -75,3 +83,17 @@ def match_settings(
     if ignore_tools:
         given["ignore_tools"] = ignore_tools
     return Match(**given) if given else None
+
+
+def trajectory_from(options: dict[str, Any]) -> tuple[Match | None, EnvironmentFactory | None]:
+    """Take the trajectory options out of a command's keyword arguments: the match settings
+    and the environment factory. Raises ValueError for an override or factory that cannot be
+    loaded."""
+    settings = match_settings(
+        options.pop("match"),
+        options.pop("args_match"),
+        options.pop("overrides"),
+        options.pop("ignore_tools"),
+    )
+    env = options.pop("env")
+    return settings, (load_factory(env) if env else None)

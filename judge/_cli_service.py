@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from typing import Any
 
 import click
 
-from judge._cli_common import EXIT_UNREADABLE, calibration_gate, judge_options, make_judge
-from judge._cli_match import match_settings, trajectory_options
-from judge._env import load_factory
-from judge._errors import JudgeError
+from judge._cli_common import judge_for, judge_options
+from judge._cli_match import judge_trajectory_option, trajectory_options
 from judge._schema import SCHEMA_NAMES, SchemaName, json_schema
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
@@ -60,6 +57,7 @@ def parse_size(ctx: click.Context, param: click.Parameter, value: str | int) -> 
     show_default=True,
     help="Batches with more cases get 422.",
 )
+@judge_trajectory_option
 @trajectory_options
 @click.option(
     "--log-level",
@@ -76,11 +74,6 @@ def serve_command(
     max_request_bytes: int,
     max_cases: int,
     log_level: str,
-    match: str | None,
-    args_match: str | None,
-    overrides: tuple[str, ...],
-    ignore_tools: tuple[str, ...],
-    env: str | None,
     **options: Any,
 ) -> None:
     """Serve POST /v1/check and /v1/grade (JSON array or NDJSON of cases; results as the CLI
@@ -92,23 +85,13 @@ def serve_command(
     from judge._service import create_app
     from judge._service_body import Limits
 
-    try:
-        options["match"] = match_settings(match, args_match, overrides, ignore_tools)
-        options["env"] = load_factory(env) if env else None
-        judge = make_judge(options)
-    except (JudgeError, ValueError) as exc:
-        click.echo(f"judge serve: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if calibration is not None:
-        judge.trusted = calibration_gate(
-            judge, calibration, strict=strict, force=force, command="serve"
-        )
+    judge = judge_for("serve", options, calibration=calibration, strict=strict, force=force)
     app = create_app(
         judge=judge,
         token=os.environ.get("JUDGE_SERVICE_TOKEN") or None,
         limits=Limits(max_request_bytes=max_request_bytes, max_cases=max_cases),
-        match=options["match"],
-        env=options["env"],
+        match=judge.match,
+        env=judge.env,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 

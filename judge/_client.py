@@ -100,6 +100,19 @@ class Reply:
     completion_tokens: int
 
 
+def sdk_client(endpoint: Endpoint, timeout: float) -> openai.AsyncOpenAI:
+    """The OpenAI SDK's client for an endpoint, with its own retries off (one retry layer:
+    ours, in `judge._retry`)."""
+    return openai.AsyncOpenAI(
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        max_retries=0,
+        timeout=timeout,
+        # aiohttp spends a fraction of httpx's CPU per request: it matters at high concurrency.
+        http_client=openai.DefaultAioHttpClient(),
+    )
+
+
 class ChatClient:
     """Chat completions against one endpoint: bounded concurrency, one retry layer."""
 
@@ -112,14 +125,7 @@ class ChatClient:
         policy: RetryPolicy | None = None,
     ) -> None:
         self.endpoint = endpoint
-        self._client = openai.AsyncOpenAI(
-            base_url=endpoint.base_url,
-            api_key=endpoint.api_key,
-            max_retries=0,  # one retry layer: ours
-            timeout=timeout,
-            # aiohttp spends a fraction of httpx's CPU per request: it matters at high concurrency.
-            http_client=openai.DefaultAioHttpClient(),
-        )
+        self._client = sdk_client(endpoint, timeout)
         self._slots = asyncio.Semaphore(concurrency)
         self._policy = policy or RetryPolicy()
         self._gate = RateGate()

@@ -17,10 +17,9 @@ from judge._cli_common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
-    calibration_gate,
+    judge_for,
     judge_options,
     line_count,
-    make_judge,
     parse_rate,
     print_summary,
     progress_bar,
@@ -29,12 +28,12 @@ from judge._cli_common import (
     summary_format_option,
 )
 from judge._cli_data import COMMANDS
-from judge._cli_match import match_settings, trajectory_options
+from judge._cli_match import judge_trajectory_option, match_settings, trajectory_options
 from judge._cli_run import COMMANDS as RUN_COMMANDS
 from judge._cli_service import COMMANDS as SERVICE_COMMANDS
 from judge._client import JudgeEndpointError
 from judge._env import load_factory
-from judge._errors import InputError, JudgeError
+from judge._errors import InputError
 from judge._grade import Judge, Plan
 from judge._loading import load_cases
 from judge._resume import finished_results
@@ -161,12 +160,7 @@ def check_command(
 @click.option(
     "--price-per-mtok", type=float, help="USD per million prompt tokens, to price a --dry-run."
 )
-@click.option(
-    "--trajectory",
-    is_flag=True,
-    help="Also judge each case's whole path of calls (needless calls, a write without "
-    "confirmation, steps in the wrong order) with the trajectory rubric.",
-)
+@judge_trajectory_option
 @trajectory_options
 @summary_format_option
 @click.option(
@@ -186,27 +180,12 @@ def grade_command(
     price_per_mtok: float | None,
     summary_format: str,
     fail_under: float | None,
-    match: str | None,
-    args_match: str | None,
-    overrides: tuple[str, ...],
-    ignore_tools: tuple[str, ...],
-    env: str | None,
     **judge_options: Any,
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
     output = None if output == "-" else output
-    try:
-        judge_options["match"] = match_settings(match, args_match, overrides, ignore_tools)
-        judge_options["env"] = load_factory(env) if env else None
-        judge = make_judge(judge_options)
-    except (JudgeError, ValueError) as exc:
-        click.echo(f"judge grade: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if calibration is not None:
-        judge.trusted = calibration_gate(
-            judge, calibration, strict=strict, force=force, command="grade"
-        )
+    judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)
     if dry_run:
         plan = asyncio.run(_plan(judge, cases))
         lines = [

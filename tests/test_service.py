@@ -225,7 +225,7 @@ def test_a_body_over_the_size_limit_gets_413(client: httpx.Client) -> None:
 def test_healthz_rubrics_and_docs(client: httpx.Client) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     rubrics = client.get("/v1/rubrics").json()
-    assert [r["dimension"] for r in rubrics["rubrics"]] == ["selection", "arguments"]
+    assert [r["dimension"] for r in rubrics["rubrics"]] == ["selection", "arguments", "trajectory"]
     assert rubrics["judge"]["model"] == "m"
     assert rubrics["trusted"] is None
     document = client.get("/openapi.json").json()
