@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.loopback import Answer, LoopbackServer, Request
 
 
 @dataclass
@@ -29,13 +29,7 @@ class Reply:
     delay: float = 0.0
 
 
-@dataclass
-class Seen:
-    """A request the server received."""
-
-    path: str
-    body: Any
-    at: float
+Seen = Request  # a request the server received
 
 
 def completion(
@@ -107,20 +101,14 @@ def answer(body: dict[str, Any], label: str = "correct") -> Reply:
     return Reply(body=completion(text))
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
     """Scripted chat-completions endpoint on 127.0.0.1."""
 
     def __init__(self, default: Callable[[dict[str, Any]], Reply] = answer) -> None:
+        super().__init__()
         self.default = default
         self.script: deque[Reply | Callable[[dict[str, Any]], Reply]] = deque()
-        self.seen: list[Seen] = []
-        self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._server: asyncio.AbstractServer | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self.port = 0
         self.in_flight = 0
-        self._writers: set[asyncio.StreamWriter] = set()
         self.max_in_flight = 0
 
     @property
@@ -135,86 +123,27 @@ class ChatServer:
         with self._lock:
             self.script.extend(replies)
 
-    def start(self) -> ChatServer:
-        self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
-        )
-        self._server = future.result(timeout=10)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    def stop(self) -> None:
-        async def close() -> None:
-            if self._server is not None:
-                self._server.close()
-                await self._server.wait_closed()
-            for writer in list(self._writers):
-                writer.close()
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
-
     def _next(self, body: Any) -> Reply:
         with self._lock:
             scripted = self.script.popleft() if self.script else self.default
         return scripted(body) if callable(scripted) else scripted
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
+    async def handle(self, request: Seen) -> Answer:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        reply = (
+            self._next(request.body)
+            if request.path.endswith("/chat/completions")
+            else Reply(status=404, body={"error": {"message": f"no route {request.path}"}})
+        )
         try:
-            while True:
-                request_line = await reader.readline()
-                if not request_line:
-                    return
-                headers: dict[str, str] = {}
-                while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
-                    name, _, value = line.decode("latin-1").partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                raw = await reader.readexactly(int(headers.get("content-length", "0")))
-                path = request_line.decode("latin-1").split(" ")[1]
-                body = json.loads(raw) if raw else None
-                with self._lock:
-                    self.seen.append(Seen(path=path, body=body, at=time.monotonic()))
-                    self.in_flight += 1
-                    self.max_in_flight = max(self.max_in_flight, self.in_flight)
-                reply = (
-                    self._next(body)
-                    if path.endswith("/chat/completions")
-                    else Reply(status=404, body={"error": {"message": f"no route {path}"}})
-                )
-                try:
-                    if reply.delay:
-                        await asyncio.sleep(reply.delay)
-                finally:
-                    with self._lock:
-                        self.in_flight -= 1
-                payload = (
-                    reply.body
-                    if isinstance(reply.body, bytes)
-                    else reply.body.encode()
-                    if isinstance(reply.body, str)
-                    else json.dumps(reply.body).encode()
-                )
-                head = [
-                    f"HTTP/1.1 {reply.status} Scripted",
-                    "Content-Type: application/json",
-                    f"Content-Length: {len(payload)}",
-                ]
-                head += [f"{k}: {v}" for k, v in reply.headers.items()]
-                writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            return
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
         finally:
-            self._writers.discard(writer)
-            writer.close()
+            with self._lock:
+                self.in_flight -= 1
+        return Answer(reply.status, reply.body, reply.headers)
 
 
 @contextmanager

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
+
+from tests.loopback import Answer, LoopbackServer, Request
 
 KEY = "test-key"
 FULL = ["tools", "tool_choice", "temperature", "seed", "reasoning", "include_reasoning"]
@@ -38,14 +38,6 @@ CATALOG: dict[str, dict[str, Any]] = {
 }
 PROMPT_PRICE = 0.000001
 COMPLETION_PRICE = 0.000004
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    body: Any
-    authorization: str | None
 
 
 def tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -68,16 +60,11 @@ def completion(model: str, message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class OpenRouterServer:
+class OpenRouterServer(LoopbackServer):
     def __init__(self, slow_seconds: float = 0.0) -> None:
+        super().__init__()
         self.slow_seconds = slow_seconds
-        self.seen: list[Request] = []
         self._asked: Counter[tuple[str, str]] = Counter()
-        self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._server: asyncio.AbstractServer | None = None
-        self.port = 0
 
     @property
     def url(self) -> str:
@@ -88,28 +75,11 @@ class OpenRouterServer:
         """The bodies of the chat requests received, in order."""
         return [r.body for r in self.seen if r.path.endswith("/chat/completions")]
 
-    def start(self) -> OpenRouterServer:
-        self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
-        )
-        self._server = future.result(timeout=10)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    def stop(self) -> None:
-        async def close() -> None:
-            if self._server is not None:
-                self._server.close()
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
+    async def handle(self, request: Request) -> Answer:
+        status, reply, extra, delay = self._route(request)
+        if delay:
+            await asyncio.sleep(delay)
+        return Answer(status, reply, extra)
 
     def _route(self, request: Request) -> tuple[int, Any, dict[str, str], float]:
         if request.authorization != f"Bearer {KEY}":
@@ -158,40 +128,6 @@ class OpenRouterServer:
             return 200, completion(model, right if nth % 2 else wrong), {}, 0
         delay = self.slow_seconds if model == "slow/m" else 0.0
         return 200, completion(model, right), {}, delay
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                request_line = await reader.readline()
-                if not request_line:
-                    return
-                headers: dict[str, str] = {}
-                while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
-                    name, _, value = line.decode("latin-1").partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                raw = await reader.readexactly(int(headers.get("content-length", "0")))
-                method, path = request_line.decode("latin-1").split(" ")[:2]
-                request = Request(
-                    method, path, json.loads(raw) if raw else None, headers.get("authorization")
-                )
-                with self._lock:
-                    self.seen.append(request)
-                status, reply, extra, delay = self._route(request)
-                if delay:
-                    await asyncio.sleep(delay)
-                payload = json.dumps(reply).encode()
-                head = [
-                    f"HTTP/1.1 {status} Scripted",
-                    "Content-Type: application/json",
-                    f"Content-Length: {len(payload)}",
-                    *(f"{k}: {v}" for k, v in extra.items()),
-                ]
-                writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            return
-        finally:
-            writer.close()
 
 
 @contextmanager
