@@ -5,6 +5,10 @@ Inspect AI eval on its scripted mockllm model."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,7 @@ from judge.adapters.promptfoo import get_assert
 from judge.adapters.pytest import assert_tool_calls
 from tests.helpers import WEATHER, call, tool
 
+ROOT = Path(__file__).resolve().parents[1]
 TOOLS = [tool("get_weather", WEATHER), tool("get_time", {"type": "object"})]
 PARIS = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
 USER = [{"role": "user", "content": "weather in Paris"}]
@@ -133,6 +138,75 @@ def test_promptfoo_assertion_returns_a_grading_result(
     assert graded["score"] == (1.0 if passed else 0.0)
     assert graded["namedScores"] == named
     assert graded["reason"].startswith("case 'weather' ")
+
+
+PROMPTFOO_CONFIG = """\
+prompts: ['{{response}}']
+providers: [echo]
+defaultTest:
+  assert:
+    - type: python
+      value: file://judge_assert.py
+      config:
+        tools: [{type: function, function: {name: get_weather, parameters: %s}}]
+        expected_calls: [{name: get_weather, arguments: {city: Paris}}]
+tests:
+  - description: right
+    vars: {response: '%s'}
+  - description: wrong
+    vars: {response: '%s'}
+"""
+
+
+def promptfoo_binary() -> str | None:
+    """promptfoo as `.ci/run` installs it (`.promptfoo/`), PROMPTFOO_BIN, or on PATH."""
+    local = ROOT / ".promptfoo" / "node_modules" / ".bin" / "promptfoo"
+    for candidate in (os.environ.get("PROMPTFOO_BIN"), str(local), shutil.which("promptfoo")):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(promptfoo_binary() is None, reason="promptfoo is not installed (.ci/run)")
+def test_promptfoo_runs_the_assertion_in_a_real_eval(tmp_path: Path) -> None:
+    def response(city: str) -> str:
+        return json.dumps({"tool_calls": [call("get_weather", {"city": city})]})
+
+    (tmp_path / "judge_assert.py").write_text(
+        "from judge.adapters.promptfoo import get_assert  # noqa: F401\n"
+    )
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        PROMPTFOO_CONFIG % (json.dumps(WEATHER), response("Paris"), response("Lyon"))
+    )
+    env = os.environ | {
+        "PROMPTFOO_PYTHON": sys.executable,
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_CONFIG_DIR": str(tmp_path / "state"),
+    }
+    done = subprocess.run(
+        [
+            str(promptfoo_binary()),
+            "eval",
+            "-c",
+            "promptfooconfig.yaml",
+            "--no-cache",
+            "-o",
+            "out.json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    results = json.loads((tmp_path / "out.json").read_text())["results"]["results"]
+    outcome = {r["testCase"]["description"]: r for r in results}
+    assert outcome["right"]["success"] is True, done.stdout[-2000:]
+    assert outcome["wrong"]["success"] is False
+    graded = outcome["wrong"]["gradingResult"]
+    assert "WrongValue at /city" in graded["reason"]
+    assert graded["namedScores"] == {"tool_selection": 1, "schema_valid": 1, "argument_values": 0}
 
 
 def test_promptfoo_config_wins_over_vars_and_refuses_a_vacuous_pass() -> None:
