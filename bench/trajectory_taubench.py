@@ -16,11 +16,9 @@ import sys
 from itertools import product
 from pathlib import Path
 
-import orjson
 from sklearn.metrics import cohen_kappa_score
 
-from judge import check, load_cases
-from judge._match import Match
+from judge import Match, check, load_cases
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets"
 DEFAULT = DATA / "taubench_airline_gpt4o.jsonl"
@@ -37,14 +35,9 @@ READ_ONLY = (
 
 
 def main(path: Path) -> None:
-    rewards = [
-        orjson.loads(line)["meta"]["reward"] == 1.0 for line in path.read_bytes().splitlines()
-    ]
     cases = load_cases(str(path))
-    baseline = [
-        bool(orjson.loads(line)["meta"].get("baseline_exact_action_match"))
-        for line in path.read_bytes().splitlines()
-    ]
+    rewards = [case.meta["reward"] == 1.0 for case in cases]
+    baseline = [bool(case.meta.get("baseline_exact_action_match")) for case in cases]
     print(f"{len(cases)} trajectories, {sum(rewards)} rewarded")
     print(f"{'dataset baseline (exact action match)':44} kappa {kappa(baseline, rewards):+.3f}")
     print(f"{'mode':10} {'args':9} {'reads':8} {'kappa':>7} {'agree':>6} {'pass':>5}")

@@ -78,7 +78,9 @@ def _collect(value: Any, ptr: str, texts: list[str], calls: list[ToolCall]) -> N
         else:
             _item(value, ptr, texts, calls)
     elif value is not None:
-        raise ShapeError(ptr, f"expected a message, a list of calls or text, got {_kind(value)}")
+        raise ShapeError(
+            ptr, f"expected a message, a list of calls or text, got {json_kind(value)}"
+        )
 
 
 def _message(msg: dict[str, Any], ptr: str, texts: list[str], calls: list[ToolCall]) -> None:
@@ -90,12 +92,12 @@ def _message(msg: dict[str, Any], ptr: str, texts: list[str], calls: list[ToolCa
         for i, part in enumerate(content):
             _item(part, f"{ptr}/content/{i}", texts, calls)
     elif content is not None:
-        raise ShapeError(f"{ptr}/content", f"expected text or a list, got {_kind(content)}")
+        raise ShapeError(f"{ptr}/content", f"expected text or a list, got {json_kind(content)}")
     tool_calls = msg.get("tool_calls")
     if tool_calls is None:
         return
     if not isinstance(tool_calls, list):
-        raise ShapeError(f"{ptr}/tool_calls", f"expected a list, got {_kind(tool_calls)}")
+        raise ShapeError(f"{ptr}/tool_calls", f"expected a list, got {json_kind(tool_calls)}")
     for i, call in enumerate(tool_calls):
         _item(call, f"{ptr}/tool_calls/{i}", texts, calls)
 
@@ -108,7 +110,7 @@ def _item(item: Any, ptr: str, texts: list[str], calls: list[ToolCall]) -> None:
         texts.append(item)
         return
     if not isinstance(item, dict):
-        raise ShapeError(ptr, f"expected an object, got {_kind(item)}")
+        raise ShapeError(ptr, f"expected an object, got {json_kind(item)}")
     kind = item.get("type")
     if "function" in item and isinstance(item["function"], dict):  # OpenAI chat tool call
         fn = item["function"]
@@ -151,5 +153,13 @@ def _call(obj: dict[str, Any], key: str, ptr: str, call_id: Any, *, missing: str
     return ToolCall(name=name, arguments=raw, id=call_id if isinstance(call_id, str) else None)
 
 
-def _kind(value: Any) -> str:
-    return type(value).__name__
+def json_kind(value: Any) -> str:
+    """What kind of JSON value this is, for messages: "an object", "an array", "null"..."""
+    return {
+        dict: "an object",
+        list: "an array",
+        tuple: "an array",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+    }.get(type(value), "a number")

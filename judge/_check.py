@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import permutations
+from math import perm
 from typing import Any
 
 import orjson
@@ -16,7 +17,7 @@ from judge._case import Case, ExpectedCall
 from judge._env import EnvironmentFactory, StateReport, load_factory, replay
 from judge._errors import CaseError
 from judge._loading import fallback_id, iter_cases
-from judge._match import FOUNDATION, ArgsCompare, ArgsMode, Match
+from judge._match import ArgsCompare, ArgsMode, Match
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
 from judge._structure import SchemaCache, parse_arguments, pointer
 from judge._trajectory import TrajectoryCall, TrajectoryReport, out_of_order, trajectory_calls
@@ -24,7 +25,8 @@ from judge._values import ArgumentRule, Rules, is_matcher, json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
 _MAX_SHOWN = 120
-_EXHAUSTIVE = 6  # up to this many same-name calls (720 pairings), try them all
+_EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
+_UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
 
 
 def check(
@@ -51,9 +53,11 @@ def iter_check(
     rules: Rules | None = None,
     match: Match | str | dict[str, Any] | None = None,
     env: EnvironmentFactory | str | None = None,
+    schemas: SchemaCache | None = None,
 ) -> Iterator[CaseResult]:
-    """Like `check`, one result at a time, so a large file is graded in flat memory."""
-    schemas = SchemaCache()
+    """Like `check`, one result at a time, so a large file is graded in flat memory.
+    `schemas` shares built validators across calls (a long-lived service keeps one)."""
+    schemas = SchemaCache() if schemas is None else schemas
     settings = match if match is None or isinstance(match, Match) else Match.model_validate(match)
     factory = load_factory(env) if env is not None else None
     for item in iter_cases(cases):
@@ -120,14 +124,14 @@ def check_case(
         passed = state.equal if state is not None else None
         return _result(case, None, schema_valid, None, passed, problems, path_only, state)
 
-    how = settings or FOUNDATION
+    how = settings or Match()
     compared = _compare([c.name for c in calls], parsed, expected, how, rules)
     problems.extend(compared.problems)
     report = None
     if how.mode is not None:
         report = TrajectoryReport(
             mode=how.mode,
-            args=how.args,
+            args=how.arguments,
             calls=_located(located),
             matched=tuple(sorted(compared.pairs)),
             missing=tuple(compared.missing),
@@ -141,14 +145,14 @@ def check_case(
     if not expected:
         argument_values = None
         passed = selection and in_order
-    elif how.args == "ignore" and not how.overrides:
+    elif how.arguments == "ignore" and not how.overrides:
         argument_values = None
         passed = selection and in_order and structure_ok
     else:
         argument_values = structure_ok and selection and compared.values_ok
         passed = argument_values and in_order
-    if state is not None:
-        passed = passed and state.equal is True
+    if state is not None:  # both must hold; a reference that cannot be replayed: unknown
+        passed = None if state.equal is None else passed and state.equal
     return _result(case, selection, schema_valid, argument_values, passed, problems, report, state)
 
 
@@ -245,9 +249,10 @@ def _compare(
         order = " -> ".join(expected[e].name for e in exp_ids)
         paired_with = dict(matched)
         for call_index in late:
+            e = paired_with[call_index]
             message = (
-                f"call to {names[call_index]!r} is out of order: it is reference call "
-                f"{paired_with[call_index]} of {order}"
+                f"call to {names[call_index]!r} is out of order: it is step "
+                f"{exp_ids.index(e) + 1} of {order} (/expected_calls/{e})"
             )
             problems.append((call_index, (FailureKind.WRONG_ORDER, "", message)))
     return _Compared(
@@ -379,23 +384,22 @@ def _distance(call: int, calls: int, expected: int, expecteds: int) -> int:
 
 
 def _cost(faults: list[Fault] | None, expected: ExpectedCall) -> int:
-    # Unparseable arguments cost more than any parseable call could.
-    return len(expected.arguments) + 1 if faults is None else len(faults)
+    return _UNPARSEABLE if faults is None else len(faults)
 
 
 def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
     """Row-column pairs of least total cost (as many pairs as the smaller side)."""
     rows, cols = len(cost), len(cost[0])
-    if rows <= _EXHAUSTIVE and cols <= _EXHAUSTIVE:
+    if perm(max(rows, cols), min(rows, cols)) <= _EXHAUSTIVE:
         # Trying every pairing of a few calls is exact and spares scipy's start-up (~0.3 s).
         if rows <= cols:
-            options = [
+            options = (
                 tuple(zip(range(rows), p, strict=True)) for p in permutations(range(cols), rows)
-            ]
+            )
         else:
-            options = [
+            options = (
                 tuple(zip(p, range(cols), strict=True)) for p in permutations(range(rows), cols)
-            ]
+            )
         return list(min(options, key=lambda pairs: sum(cost[r][c] for r, c in pairs)))
     from scipy.optimize import linear_sum_assignment
 

@@ -76,8 +76,6 @@ def match_settings(
         given["mode"] = mode
     if args_match is not None:
         given["args"] = args_match
-    elif mode is None and (overrides or ignore_tools):
-        given["args"] = "superset"  # the plain check's argument rule, with overrides on top
     if overrides:
         given["overrides"] = dict(parse_override(text) for text in overrides)
     if ignore_tools:

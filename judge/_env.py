@@ -48,7 +48,8 @@ class ToolFailed(Exception):
 class StateEnvironment:
     """An environment over a dict: each tool is `tool(state, **arguments)` and may change it.
 
-    A call that raises leaves the state as it was before the call.
+    A call that raises leaves the state as it was before the call (the state is copied before
+    each call: for a large database, implement `call` and `snapshot` yourself).
     """
 
     def __init__(self, state: dict[str, Any], tools: Mapping[str, Callable[..., Any]]) -> None:
@@ -59,12 +60,13 @@ class StateEnvironment:
         tool = self.tools.get(name)
         if tool is None:
             raise ToolFailed(f"unknown tool {name!r}")
+        try:
+            inspect.signature(tool).bind(self.state, **arguments)
+        except TypeError as exc:  # arguments the tool does not take, or lacks
+            raise ToolFailed(f"{name}: {exc}") from None
         before = copy.deepcopy(self.state)
         try:
             return tool(self.state, **arguments)
-        except TypeError as exc:  # wrong or missing arguments
-            self.state = before
-            raise ToolFailed(f"{name}: {exc}") from None
         except Exception:
             self.state = before
             raise

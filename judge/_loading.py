@@ -6,6 +6,7 @@ A malformed case never stops the others: iteration yields a `CaseError` in its p
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from os import PathLike
@@ -15,16 +16,21 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 from pydantic import ValidationError
 
-from judge._calls import ShapeError
+from judge._calls import ShapeError, json_kind
 from judge._case import Case
 from judge._errors import CaseError, InputError
+from judge._structure import pointer as json_pointer
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 # DataFrame columns that may hold JSON text (a frame read from CSV, say).
-_JSON_COLUMNS = ("messages", "tools", "response", "expected_calls", "labels", "meta")
+_JSON_COLUMNS = ("messages", "tools", "response", "expected_calls", "labels", "match", "meta")
+# pydantic names the member of a union that failed in an error's location (`literal['a','b']`,
+# `list[str]`, `function-after[...]`, `str`): not a key of the case.
+_UNION_TAG = re.compile(r"^[a-z][a-z_-]*(\[.*\])?$")
+_TYPE_NAMES = frozenset(("str", "int", "float", "bool", "list", "dict", "none", "callable"))
 
 
 class LoadedCases(list[Case]):
@@ -77,7 +83,7 @@ def parse_case(data: Any, *, source: str, line: int | None) -> Case:
         return data
     if not isinstance(data, dict):
         raise CaseError(
-            f"a case must be a JSON object, got {_json_kind(data)}", source=source, line=line
+            f"a case must be a JSON object, got {json_kind(data)}", source=source, line=line
         )
     case_id = data.get("id", data.get("name"))
     if case_id is None:
@@ -114,6 +120,13 @@ def iter_lines(path: str | PathLike[str]) -> Iterator[tuple[bytes, Case | CaseEr
         raise InputError(f"{name}: cannot read cases: {exc.strerror or exc}") from None
     with stream:
         yield from _iter_lines(stream, name)
+
+
+def iter_stream(stream: BinaryIO, name: str) -> Iterator[Case | CaseError]:
+    """Each case of a JSON Lines byte stream, or the `CaseError` (naming `name` and the line)
+    that stands in its place."""
+    for _, item in _iter_lines(stream, name):
+        yield item
 
 
 def _iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[bytes, Case | CaseError]]:
@@ -160,6 +173,9 @@ def _iter_frame(frame: pd.DataFrame) -> Iterator[Case | CaseError]:
 
 def _iter_objects(items: Iterable[Any]) -> Iterator[Case | CaseError]:
     for position, item in enumerate(items, start=1):
+        if isinstance(item, CaseError):  # read (and named) already by the caller
+            yield item
+            continue
         try:
             yield parse_case(item, source="<objects>", line=position)
         except CaseError as exc:
@@ -171,7 +187,7 @@ def _from_validation(
 ) -> CaseError:
     errors = exc.errors(include_url=False)
     first = errors[0]
-    pointer = "".join(f"/{part}" for part in first["loc"])
+    pointer = json_pointer(part for part in first["loc"] if not _is_union_tag(part))
     message = first["msg"].removeprefix("Value error, ")
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, ShapeError):
@@ -181,6 +197,12 @@ def _from_validation(
     return CaseError(message, source=source, line=line, case_id=case_id, pointer=pointer)
 
 
+def _is_union_tag(part: str | int) -> bool:
+    return isinstance(part, str) and (
+        part in _TYPE_NAMES or ("[" in part and _UNION_TAG.match(part) is not None)
+    )
+
+
 def _is_dataframe(value: Any) -> bool:
     module = type(value).__module__
     return module.startswith("pandas") and type(value).__name__ == "DataFrame"
@@ -188,13 +210,3 @@ def _is_dataframe(value: Any) -> bool:
 
 def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _json_kind(value: Any) -> str:
-    return {
-        dict: "an object",
-        list: "an array",
-        str: "a string",
-        bool: "a boolean",
-        type(None): "null",
-    }.get(type(value), "a number")

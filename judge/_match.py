@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 MatchMode = Literal["strict", "unordered", "subset", "superset"]
@@ -39,17 +39,14 @@ class Match(BaseModel):
     A plain string is read as the mode: `"match": "superset"`.
     """
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    mode: MatchMode | None = Field(
-        default=None, validation_alias=AliasChoices("mode", "trajectory", "match")
-    )
+    mode: MatchMode | None = None
     """The trajectory mode; null grades only the final `response` (calls matched unordered)."""
-    args: ArgsMode = Field(default="exact", validation_alias=AliasChoices("args", "args_match"))
-    """How each call's arguments must match its reference call."""
-    overrides: dict[str, Override] = Field(
-        default_factory=dict, validation_alias=AliasChoices("overrides", "args_overrides")
-    )
+    args: ArgsMode | None = None
+    """How each call's arguments must match its reference call; unset: `exact` with a mode,
+    else `superset` (every expected argument, extras left to the schema)."""
+    overrides: dict[str, Override] = Field(default_factory=dict)
     """Per tool: an argument mode, the argument paths to compare (names or JSON pointers), or a
     callable (Python only)."""
     ignore_tools: tuple[str, ...] = ()
@@ -67,13 +64,15 @@ class Match(BaseModel):
         given = {name: getattr(self, name) for name in self.model_fields_set}
         return base.model_copy(update=given)
 
+    @property
+    def arguments(self) -> ArgsMode:
+        """The argument mode in force."""
+        if self.args is not None:
+            return self.args
+        return "exact" if self.mode is not None else "superset"
+
     def args_for(self, tool: str) -> ArgsMode | list[str] | ArgsCompare:
-        return self.overrides.get(tool, self.args)
-
-
-FOUNDATION = Match(mode=None, args="superset")
-"""Without any match settings: the final response's calls, every expected argument required
-with an acceptable value, extra arguments left to the schema."""
+        return self.overrides.get(tool, self.arguments)
 
 
 def parse_override(text: str) -> tuple[str, ArgsMode | list[str] | ArgsCompare]:
@@ -89,34 +88,52 @@ def parse_override(text: str) -> tuple[str, ArgsMode | list[str] | ArgsCompare]:
 
 
 def load_object(spec: str) -> Any:
-    """Import `module:attribute` (`package.module:name`, or `path/to/file.py:name`)."""
+    """Import `module:attribute` (`package.module:name`, or `path/to/file.py:name`); modules
+    in the working directory are found, as with `python -m`. Any failure is a ValueError."""
     module_name, sep, attribute = spec.rpartition(":")
     if not sep or not module_name or not attribute:
         raise ValueError(f"{spec!r}: expected module:attribute")
-    if module_name.endswith(".py") or "/" in module_name:
-        module = _load_file(module_name)
-    else:
-        if "" not in sys.path and "." not in sys.path:
-            sys.path.insert(0, "")  # like `python -m`: the working directory's modules
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ValueError(f"{spec!r}: cannot import {module_name!r}: {exc}") from None
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            module = _load_file(module_name)
+        else:
+            module = _import_here(module_name)
+    except ValueError:
+        raise
+    except Exception as exc:  # the user's module itself fails: say so, whatever it raised
+        raise ValueError(f"{spec!r}: cannot import {module_name!r}: {exc}") from None
     try:
         return getattr(module, attribute)
     except AttributeError:
         raise ValueError(f"{spec!r}: module {module_name!r} has no {attribute!r}") from None
 
 
+def _import_here(name: str) -> Any:
+    added = "" not in sys.path
+    if added:
+        sys.path.insert(0, "")
+    try:
+        return importlib.import_module(name)
+    finally:
+        if added:
+            sys.path.remove("")
+
+
 def _load_file(path: str) -> Any:
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"{path}: no such file")
-    name = "_judge_user_" + "_".join(file.with_suffix("").parts[-2:]).replace("-", "_")
+    name = "_judge_user_" + "_".join(file.resolve().with_suffix("").parts[-2:]).replace("-", "_")
+    if name in sys.modules:  # loaded once per process, like an imported module
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
         raise ValueError(f"{path}: cannot be imported")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return module

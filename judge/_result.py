@@ -51,7 +51,8 @@ class Failure(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     call: int | None
-    """Index of the call in the response's `tool_calls`; null when no call is at fault."""
+    """Index of the call in the response's `tool_calls` (with a trajectory, its position in
+    `trajectory.calls`); null when no call is at fault."""
     kind: FailureKind
     path: str
     """JSON pointer: into the call's arguments for argument failures (`/order_id`), to the
@@ -67,7 +68,9 @@ class CaseResult(BaseModel):
 
     id: str
     tool_selection: bool | None
-    """The multiset of called names equals the expected one; null without `expected_calls`."""
+    """The calls pair one-to-one with the expected calls by name (with a `subset` / `superset`
+    match, only the side the mode requires; ignored tools left out); null without
+    `expected_calls`."""
     schema_valid: bool | None
     """Every call parses and fits its tool's schema; null when there are no calls."""
     argument_values: bool | None

@@ -9,6 +9,8 @@ import orjson
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
+from judge._calls import json_kind
+
 _CACHE_LIMIT = 4096
 
 
@@ -28,12 +30,7 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
         return value, ""
     if isinstance(value, str):
         return None, "the arguments are a JSON string, not an object (JSON inside a string?)"
-    kind = (
-        "null"
-        if value is None
-        else {list: "an array", bool: "a boolean"}.get(type(value), "a number")
-    )
-    return None, f"the arguments must be a JSON object, got {kind}"
+    return None, f"the arguments must be a JSON object, got {json_kind(value)}"
 
 
 def pointer(parts: Iterable[Any]) -> str:

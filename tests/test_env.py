@@ -90,7 +90,7 @@ def test_bad_arguments_and_unknown_tools_fail_the_call_not_the_batch() -> None:
     assert result.passed is True
     assert result.final_state is not None
     messages = [e.message for e in result.final_state.errors]
-    assert "unexpected keyword argument" in messages[0]
+    assert messages[0] == "add: missing a required argument: 'name'"
     assert "unknown tool 'nope'" in messages[1]
     assert messages[2] == "arguments are not JSON"
 
@@ -100,6 +100,26 @@ def test_a_reference_that_cannot_be_replayed_is_an_invalid_case() -> None:
     assert result.passed is None
     assert kinds(result) == [(None, "InvalidCase")]
     assert "expected call 0 (fail) failed: a is locked" in result.failures[0].message
+
+
+def test_an_unreplayable_reference_is_unknown_with_a_match_mode_too() -> None:
+    data = counter_case([A], [("fail", {"name": "a"})])
+    [result] = check([data], env=counter_env, match=Match(mode="unordered"))
+    assert result.passed is None
+    assert ("InvalidCase", "/expected_calls") in [(f.kind, f.path) for f in result.failures]
+
+
+def test_a_bug_inside_a_tool_is_not_called_a_wrong_argument() -> None:
+    def buggy(state: dict[str, Any], name: str) -> None:
+        len(5)  # type: ignore[arg-type]
+
+    def env() -> StateEnvironment:
+        return StateEnvironment({}, {"add": buggy})
+
+    [result] = check([counter_case([A], [])], env=env)
+    assert result.final_state is not None
+    [error] = result.final_state.errors
+    assert error.message.startswith("TypeError: object of type 'int' has no len()")
 
 
 def test_a_broken_environment_fails_its_case_only() -> None:

@@ -303,3 +303,26 @@ def test_cases_round_trip_through_a_dataframe() -> None:
     again = load_cases(loaded.to_pandas())
     assert not again.errors
     assert list(again) == list(loaded)
+
+
+def test_a_match_column_read_from_csv_holds_json_text() -> None:
+    data = case(
+        [{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}],
+        [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+    )
+    frame = pd.DataFrame([data | {"match": json.dumps({"mode": "strict"})}])
+    [result] = check(frame)
+    assert result.trajectory is not None and result.trajectory.mode == "strict"
+    assert result.passed is False  # exact arguments: `days` was not expected
+
+
+@pytest.mark.parametrize(
+    ("field", "pointer"),
+    [
+        ({"match": {"mode": "strict", "overrides": {"a/b": "nope"}}}, "/match/overrides/a~1b"),
+        ({"match": {"modes": "strict"}}, "/match/modes"),
+    ],
+)
+def test_error_pointers_are_json_pointers(field: dict[str, Any], pointer: str) -> None:
+    loaded = load_cases([case([]) | field])
+    assert [e.pointer for e in loaded.errors] == [pointer]

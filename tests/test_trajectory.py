@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from judge import CaseResult, Match, check
+from judge import Match, check
 from judge._match import parse_override
 from judge._trajectory import out_of_order
 from tests.helpers import WEATHER, call, grade, kinds, tool
@@ -105,7 +105,7 @@ def test_the_report_says_what_is_missing_extra_and_out_of_order() -> None:
     assert sources[0] == "/messages/1/tool_calls/0"
     assert sources[-1] == "/response/tool_calls/0"
     wrong_order = next(f for f in result.failures if f.kind == "WrongOrder")
-    assert "reference call 2" in wrong_order.message
+    assert "it is step 3 of lookup -> refund -> notify (/expected_calls/2)" in wrong_order.message
     assert result.tool_selection is False and result.passed is False
 
 
@@ -330,11 +330,33 @@ def test_cli_match_flags(tmp_path: Path) -> None:
     assert bad_mode.returncode == 2 and "sorted" in bad_mode.stderr
 
 
-def test_results_keep_the_plain_format_without_a_mode(tmp_path: Path) -> None:
-    data = path_case([R], [R])
-    [result] = check([data])
+def test_results_keep_the_plain_format_without_a_mode() -> None:
+    [result] = check([path_case([R], [R])])
     assert "trajectory" not in result.to_json_dict()
-    assert isinstance(result, CaseResult)
+
+
+def test_the_default_argument_mode_does_not_depend_on_where_settings_come_from() -> None:
+    extra = ("refund", {"id": "7", "amount": 5, "x": 1})
+    # No mode, from the case or from the run: the plain check's rule (extras are fine).
+    assert grade(path_case([extra], [R], match={"ignore_tools": ["think"]})).passed is True
+    assert grade(path_case([extra], [R]), match=Match(ignore_tools=("think",))).passed is True
+    # A mode from the case: exact, whatever unrelated setting the run brings.
+    strict_case = path_case([extra], [R], match="strict")
+    assert grade(strict_case).passed is False
+    assert grade(strict_case, match=Match(ignore_tools=("think",))).passed is False
+
+
+def test_wrong_order_numbers_steps_among_the_compared_reference_calls() -> None:
+    data = path_case([N, R], [L, R, N])
+    result = grade(data, match=Match(mode="strict", ignore_tools=("lookup",)))
+    [late] = [f for f in result.failures if f.kind == "WrongOrder"]
+    assert "step 2 of refund -> notify (/expected_calls/2)" in late.message
+
+
+def test_only_documented_match_keys_are_read() -> None:
+    [result] = check([path_case([L], [L], match={"trajectory": "strict"})])
+    assert kinds(result) == [(None, "InvalidCase")]
+    assert result.failures[0].path == "/match/trajectory"
 
 
 def test_weather_tools_still_work_with_modes() -> None:
