@@ -20,13 +20,13 @@ from judge._retry import RateGate, RetryPolicy, call_with_retries, is_quota_exha
 
 
 class CandidateEndpointError(JudgeEndpointError):
-    """The candidates' endpoint refuses every request (bad key, no access, no credit): the run
-    stops, since asking again cannot help."""
+    """The candidates' endpoint refuses every request (bad key, no credit): the run stops,
+    since asking again cannot help."""
 
 
 class CandidateRequestError(JudgeError):
-    """One candidate request failed for good (a bad request, or retries ran out): it is
-    recorded as an error and the run goes on."""
+    """One candidate request failed for good (a bad or refused request, or retries ran out):
+    it is recorded as an error and the run goes on."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,6 @@ class CandidateClient:
         self._policy = policy or RetryPolicy()
         self._gate = RateGate()
         self._key_hint = key_hint
-        self.requests = 0
 
     async def models(self) -> Any:
         """The decoded body of `GET {base_url}/models`."""
@@ -76,7 +75,6 @@ class CandidateClient:
             nonlocal attempts, took
             async with self._slots:
                 attempts += 1
-                self.requests += 1
                 start = time.perf_counter()
                 # The SDK's own POST, cast to plain JSON: the body is stored as it came.
                 reply = await self._client.post("/chat/completions", body=body, cast_to=object)
@@ -107,8 +105,8 @@ class CandidateClient:
             return CandidateEndpointError(
                 f"{where} rejected the API key: check {self._key_hint}. {detail}"
             )
-        if status == 403:
-            return CandidateEndpointError(f"{where} refused access with this key. {detail}")
+        if status == 403:  # OpenRouter: this input was flagged by moderation; others go on
+            return CandidateRequestError(f"{where} refused this request (403): {detail}")
         if status == 402 or is_quota_exhausted(exc):
             return CandidateEndpointError(
                 f"{where} says the credit or quota is exhausted: add credit or use another "

@@ -7,32 +7,33 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import IO, Any
 
 import click
 
-from judge._cli_common import EXIT_ENDPOINT, EXIT_UNREADABLE, progress_bar, require_files
+from judge._candidate_client import CandidateEndpointError
+from judge._cli_common import (
+    EXIT_ENDPOINT,
+    EXIT_UNREADABLE,
+    calibration_options,
+    gate_judge,
+    progress_bar,
+    require_files,
+    stack_options,
+)
 from judge._client import OPENROUTER_URL, JudgeEndpointError
 from judge._compare import compare_runs
 from judge._errors import InputError, JudgeError
-from judge._files import write_atomically
 from judge._grade import Judge
 from judge._loading import load_cases
-from judge._preflight import (
-    LOCAL,
-    Agreed,
-    PreflightError,
-    Requested,
-    candidate_endpoint,
-    preflight,
-)
-from judge._runner import Runner, check_resumable
+from judge._preflight import LOCAL, PreflightError, Requested, candidate_endpoint, preflight
+from judge._runner import Grader, Runner, check_resumable
 from judge._runs import Key, RunRecord, compact, read_runs
 from judge._runs_report import print_comparison, render_comparison
 
-_report_options = [
+_report_options: list[Callable[..., Any]] = [
     click.option(
         "--format",
         "report_format",
@@ -47,13 +48,14 @@ _report_options = [
         help="Also write the comparison as an HTML report with a plot per metric.",
     ),
 ]
-_judge_choice = [
+_judge_choice: list[Callable[..., Any]] = [
     click.option("--judge", "use_judge", is_flag=True, help="Grade with the LLM judge too."),
     click.option(
         "--judge-model",
         help="The judge's model (default: JUDGE_MODEL, else the embedded judge).",
     ),
     click.option("--judge-base-url", help="The judge's endpoint (default: JUDGE_BASE_URL)."),
+    calibration_options,
     click.option(
         "--calls-from-content",
         is_flag=True,
@@ -61,15 +63,6 @@ _judge_choice = [
         "done for `local`).",
     ),
 ]
-
-
-def _with(options: list[Callable[..., Any]]) -> Callable[..., Any]:
-    def apply(command: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return apply
 
 
 @click.command("run")
@@ -127,8 +120,8 @@ def _with(options: list[Callable[..., Any]]) -> Callable[..., Any]:
     is_flag=True,
     help="Skip GET /models (an endpoint without it): tools unchecked, temperature left out.",
 )
-@_with(_judge_choice)
-@_with(_report_options)
+@stack_options(*_judge_choice)
+@stack_options(*_report_options)
 def run_command(
     cases: str,
     models: str,
@@ -166,10 +159,9 @@ def run_command(
         seed=seed,
     )
     key_hint = api_key_env or "OPENROUTER_API_KEY"
-    done: dict[Key, RunRecord] = {}
-    if output and os.path.exists(output):
-        done = {r.key: r for r in read_runs(output)}
-        compact(output, done.values())  # drop a line cut short, so appending stays clean
+    resuming = output is not None and os.path.exists(output)
+    done = {r.key: r for r in _read(output, "run")} if output and resuming else {}
+    judge = _judge(judging, concurrency, "run")
 
     async def go() -> list[RunRecord]:
         agreed = await preflight(
@@ -182,58 +174,35 @@ def run_command(
         )
         for warning in agreed.warnings:
             click.echo(f"judge run: warning: {warning}", err=True)
-        check_resumable(done.values(), loaded, agreed, output or "")
-        pending = sum(
-            (m, c.id, r) not in done or done[(m, c.id, r)].error is not None
-            for m in names
-            for c in loaded
-            for r in range(1, runs + 1)
-        )
-        judge = _judge(judging)
+        check_resumable(done.values(), agreed, output or "")
+        if output and resuming:
+            compact(output, done.values())  # drop a line cut short, so appending stays clean
         runner = Runner(
             agreed,
             endpoint=endpoint,
-            judge=judge,
+            grader=Grader(judge, text_calls=_text_calls(judging)),
             concurrency=concurrency,
             timeout=timeout,
-            text_calls=True if judging["calls_from_content"] else (LOCAL,),
             key_hint=key_hint,
         )
-        try:
-            async with runner:
-                return await _write(
-                    output,
-                    done,
-                    pending,
-                    lambda on: runner.run(loaded, names, runs, done=done, on_record=on),
-                )
-        finally:
-            if judge is not None:
-                await judge.aclose()
+        async with runner:
+            plan = runner.plan(loaded, names, runs, done)
+            return await _store(
+                output, done, plan.total, "run", lambda on: runner.run(plan, on_record=on)
+            )
 
-    records = _finish(go, "run")
-    if output:
-        records = read_runs(output)
-        compact(output, records)
+    records = _finish(_closing(go(), judge), "run")
     _report(records, report_format, html, sys.stdout if output else sys.stderr)
 
 
 @click.command("compare")
 @click.argument("runs_file", metavar="RUNS", type=click.Path(dir_okay=False))
-@_with(_report_options)
+@stack_options(*_report_options)
 def compare_command(runs_file: str, report_format: str, html: str | None) -> None:
     """Compare the models of a runs file (from `judge run`): pass rates with 95% intervals,
     the breakdown, pass^k / pass@k, spend, latency and paired differences."""
     require_files((runs_file,))
-    try:
-        records = read_runs(runs_file)
-    except InputError as exc:
-        click.echo(f"judge compare: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if not records:
-        click.echo(f"judge compare: {runs_file}: no run records", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    _report(records, report_format, html, sys.stdout)
+    _report(_read(runs_file, "compare"), report_format, html, sys.stdout)
 
 
 @click.command("regrade")
@@ -242,12 +211,20 @@ def compare_command(runs_file: str, report_format: str, html: str | None) -> Non
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: RUNS, in place)."
 )
-@_with(_judge_choice)
-@_with(_report_options)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Judge requests in flight at once.",
+)
+@stack_options(*_judge_choice)
+@stack_options(*_report_options)
 def regrade_command(
     runs_file: str,
     cases: str,
     output: str | None,
+    concurrency: int,
     report_format: str,
     html: str | None,
     **judging: Any,
@@ -256,41 +233,46 @@ def regrade_command(
     or with --judge), without asking any candidate again."""
     require_files((runs_file, cases))
     loaded = {case.id: case for case in _load(cases, "regrade")}
-    records = read_runs(runs_file)
-    judge = _judge(judging)
+    records = _read(runs_file, "regrade")
     missing = sorted({r.case_id for r in records} - loaded.keys())
     if missing:
         click.echo(
             f"judge regrade: kept as they were, not in {cases}: {', '.join(missing)}", err=True
         )
+    judge = _judge(judging, concurrency, "regrade")
+    grader = Grader(judge, text_calls=_text_calls(judging))
+    todo = [(r, loaded[r.case_id]) for r in records if r.case_id in loaded and r.error is None]
+    target = output or runs_file
+    compact(target, records)  # the regraded records are appended: a later line replaces one
 
     async def go() -> list[RunRecord]:
-        runner = Runner(
-            Agreed(settings={}, seed=None, models={}),
-            endpoint=None,
-            judge=judge,
-            text_calls=True if judging["calls_from_content"] else (LOCAL,),
+        return await _store(
+            target,
+            {},
+            len(todo),
+            "regrade",
+            lambda on: grader.grade_all(todo, on_record=on, concurrency=concurrency),
         )
-        graded: list[RunRecord] = []
-        async with runner:
-            show = sys.stderr.isatty()
-            with progress_bar("regrade", len(records), show) as step:
-                for record in records:
-                    case = loaded.get(record.case_id)
-                    graded.append(record if case is None else await runner.regrade(record, case))
-                    step(1)
-        return graded
 
-    try:
-        graded = asyncio.run(_closing(go(), judge))
-    except JudgeEndpointError as exc:
-        click.echo(f"judge regrade: {exc}", err=True)
-        sys.exit(EXIT_ENDPOINT)
-    write_atomically(output or runs_file, b"".join(r.line() for r in graded))
+    graded = _finish(_closing(go(), judge), "regrade")
     _report(graded, report_format, html, sys.stdout)
 
 
 COMMANDS = (run_command, compare_command, regrade_command)
+
+
+def _read(path: str, command: str) -> list[RunRecord]:
+    """The records of a runs file; exits 2 when it is not one (or, to compare or regrade,
+    holds none)."""
+    try:
+        records = read_runs(path)
+    except InputError as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if not records and command != "run":
+        click.echo(f"judge {command}: {path}: no run records", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    return records
 
 
 def _load(path: str, command: str) -> list[Any]:
@@ -314,31 +296,47 @@ def _load(path: str, command: str) -> list[Any]:
     return list(loaded)
 
 
-def _judge(options: dict[str, Any]) -> Judge | None:
+def _judge(options: dict[str, Any], concurrency: int, command: str) -> Judge | None:
+    """The judge asked for (--judge), past the calibration gate when a record is given."""
+    calibration = options["calibration"]
     if not options["use_judge"]:
+        if calibration:
+            click.echo(f"judge {command}: --calibration gates the judge: add --judge", err=True)
+            sys.exit(EXIT_UNREADABLE)
         return None
     model = options["judge_model"]
     base_url = options["judge_base_url"]
     if not (model or base_url or os.environ.get("JUDGE_MODEL") or os.environ.get("JUDGE_BASE_URL")):
         model = "local"  # never a paid judge picked silently from the candidates' key
     try:
-        return Judge(model=model, base_url=base_url)
+        judge = Judge(model=model, base_url=base_url, concurrency=concurrency)
     except JudgeError as exc:
-        click.echo(f"judge: {exc}", err=True)
+        click.echo(f"judge {command}: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
+    if calibration:
+        judge.trusted = gate_judge(
+            judge, calibration, strict=options["strict"], force=options["force"], command=command
+        )
+    return judge
 
 
-async def _write(
+def _text_calls(options: dict[str, Any]) -> frozenset[str] | None:
+    return None if options["calls_from_content"] else frozenset({LOCAL})
+
+
+async def _store(
     output: str | None,
-    done: dict[Any, RunRecord],
-    pending: int,
-    start: Callable[[Callable[[RunRecord], None]], Any],
+    done: dict[Key, RunRecord],
+    total: int,
+    label: str,
+    start: Callable[[Callable[[RunRecord], None]], Awaitable[None]],
 ) -> list[RunRecord]:
-    """Append each record as it is finished (flushed: a finished response is never lost)."""
+    """Append each record as it is finished (flushed: a finished response is never lost);
+    then, finished or stopped, compact the file (a later line replaces an earlier one)."""
     kept = dict(done)
     sink: IO[bytes] = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
     try:
-        with progress_bar("run", pending, sys.stderr.isatty()) as step:
+        with progress_bar(label, total, sys.stderr.isatty()) as step:
 
             def on_record(record: RunRecord) -> None:
                 sink.write(record.line())
@@ -350,10 +348,12 @@ async def _write(
     finally:
         if output:
             sink.close()
+            kept = {r.key: r for r in read_runs(output)}
+            compact(output, kept.values())
     return list(kept.values())
 
 
-async def _closing(work: Any, judge: Judge | None) -> Any:
+async def _closing(work: Awaitable[list[RunRecord]], judge: Judge | None) -> list[RunRecord]:
     try:
         return await work
     finally:
@@ -361,16 +361,21 @@ async def _closing(work: Any, judge: Judge | None) -> Any:
             await judge.aclose()
 
 
-def _finish(go: Callable[[], Any], command: str) -> list[RunRecord]:
+def _finish(work: Coroutine[Any, Any, list[RunRecord]], command: str) -> list[RunRecord]:
     try:
-        result: list[RunRecord] = asyncio.run(go())
+        return asyncio.run(work)
     except PreflightError as exc:
         click.echo(f"judge {command}: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     except JudgeEndpointError as exc:
-        click.echo(f"judge {command}: {exc}", err=True)
+        stored = (
+            ""
+            if isinstance(exc, CandidateEndpointError)
+            else "\nthe finished records are stored, checked but not judged where the judge "
+            f"refused: run `judge {command}` again with --judge to judge them"
+        )
+        click.echo(f"judge {command}: {exc}{stored}", err=True)
         sys.exit(EXIT_ENDPOINT)
-    return result
 
 
 def _report(records: list[RunRecord], fmt: str, html: str | None, stream: IO[str]) -> None:

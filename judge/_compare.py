@@ -18,6 +18,8 @@ from itertools import combinations
 from math import sqrt
 from typing import Any
 
+import orjson
+
 from judge._repeats import repeat_stats
 from judge._runs import RunRecord
 
@@ -208,7 +210,7 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
     repeats = repeat_stats(outcomes)
     per_case = {c.case_id: c.passes / c.runs for c in repeats.cases if c.runs}
     rate = sum(per_case.values()) / len(per_case) if per_case else None
-    latencies = sorted(r.latency_s for r in graded if r.latency_s is not None)
+    latencies = [r.latency_s for r in graded if r.latency_s is not None]
     costs = [r.cost_usd for r in rows if r.cost_usd is not None]
     return ModelStats(
         model=model,
@@ -230,16 +232,11 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
 
 
 def _share(rows: list[RunRecord], name: str) -> float | None:
-    values = [_judge_passed(r) if name == "judge" else getattr(r, name) for r in rows]
+    values = [
+        (r.judge.passed if r.judge else None) if name == "judge" else getattr(r, name) for r in rows
+    ]
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
-
-
-def _judge_passed(record: RunRecord) -> bool | None:
-    outcome = record.judge
-    if outcome is None or outcome.status != "ok" or outcome.selection is None:
-        return None
-    return outcome.selection.verdict == "correct" and outcome.arguments_verdict != "incorrect"
 
 
 def _tokens(record: RunRecord, name: str) -> int:
@@ -247,28 +244,26 @@ def _tokens(record: RunRecord, name: str) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
-def _quantile(ordered: list[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    if not ordered:
-        return None
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+def _quantile(values: list[float], q: float) -> float | None:
+    import numpy as np
+
+    return float(np.quantile(values, q)) if values else None
 
 
 def _fairness_warnings(by_model: dict[str, list[RunRecord]]) -> list[str]:
     """Models asked with different settings, or on different cases, are not comparable as is."""
     warnings: list[str] = []
-    seen: dict[str, set[str]] = {}
-    for model, rows in by_model.items():
-        seen[model] = {
-            repr(sorted((k, repr(v)) for k, v in (r.settings or {}).items() if k != "seed"))
+    # Compared as each model's set: `judge run` stores the same settings with every record,
+    # and a file whose settings vary by case or run is still fair when every model shares them.
+    settings = {
+        model: frozenset(
+            orjson.dumps(r.settings, option=orjson.OPT_SORT_KEYS)
             for r in rows
             if r.settings is not None
-        }
-    distinct = set().union(*seen.values()) if seen else set()
-    if len(distinct) > 1:
+        )
+        for model, rows in by_model.items()
+    }
+    if len({found for found in settings.values() if found}) > 1:  # none stored: unknown
         warnings.append(
             "the models were not all asked with the same settings: the comparison is not fair "
             "(run them together with `judge run`)"

@@ -146,7 +146,13 @@ def agree(
                 "be asked for tool calls"
             )
         effort = requested.reasoning_effort
-        if effort and info.supported_efforts is not None and effort not in info.supported_efforts:
+        if effort and not info.supports("reasoning"):
+            warnings.append(
+                f"{name}: its supported_parameters lack reasoning, yet reasoning effort "
+                f"{effort!r} is sent: with require_parameters no provider may serve it "
+                "(--reasoning-effort off sends no reasoning field)"
+            )
+        elif effort and info.supported_efforts is not None and effort not in info.supported_efforts:
             warnings.append(
                 f"{name}: reasoning effort {effort!r} is not among its supported efforts "
                 f"({', '.join(info.supported_efforts) or 'none'})"

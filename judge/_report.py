@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Callable
 from typing import Any
 
 from judge._calibration import LABELS, CalibrationRecord, DimensionStats
@@ -14,7 +15,7 @@ def render_report(record: CalibrationRecord, rows: list[dict[str, Any]]) -> str:
     """The report as HTML: verdict, per-dimension statistics and matrices, disagreements."""
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>judge calibration</title>",
-        f"<style>{_STYLE}</style></head><body>",
+        f"<style>{STYLE}</style></head><body>",
         "<h1>Judge calibration</h1>",
         f"<p class='{'pass' if record.passed else 'fail'}'>"
         f"{'PASSED' if record.passed else 'NOT PASSED'}: threshold kappa &ge; "
@@ -76,30 +77,40 @@ def _dimension(name: str, stats: DimensionStats) -> str:
 
 
 def _matrix_png(name: str, stats: DimensionStats) -> str:
+    def draw(axes: Any) -> None:
+        matrix = stats.confusion.matrix
+        axes.imshow(matrix, cmap="Blues")
+        for row in range(2):
+            for col in range(2):
+                axes.text(col, row, str(matrix[row][col]), ha="center", va="center", fontsize=14)
+        axes.set_xticks([0, 1], labels=list(LABELS))
+        axes.set_yticks([0, 1], labels=list(LABELS))
+        axes.set_xlabel("verdict")
+        axes.set_ylabel("hand label")
+        axes.set_title(name)
+
+    return plot_png(draw, (3.6, 3.2))
+
+
+def plot_png(draw: Callable[[Any], None], size: tuple[float, float]) -> str:
+    """A matplotlib plot as base64 PNG: `draw(axes)` on a new figure of `size` inches."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(3.6, 3.2), dpi=100)
-    matrix = stats.confusion.matrix
-    axes.imshow(matrix, cmap="Blues")
-    for row in range(2):
-        for col in range(2):
-            axes.text(col, row, str(matrix[row][col]), ha="center", va="center", fontsize=14)
-    axes.set_xticks([0, 1], labels=list(LABELS))
-    axes.set_yticks([0, 1], labels=list(LABELS))
-    axes.set_xlabel("verdict")
-    axes.set_ylabel("hand label")
-    axes.set_title(name)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
+    figure, axes = plt.subplots(figsize=size, dpi=100)
+    try:
+        draw(axes)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+    finally:
+        plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 .pass { color: #1a7f37; font-weight: bold; } .fail { color: #c62828; font-weight: bold; }
 .row { display: flex; flex-wrap: wrap; gap: 1.5em; }

@@ -2,15 +2,17 @@
 settings; every response stored as returned and graded (checks, and the judge when asked).
 
 Responses are stored, so grading again never asks a candidate again. A failed request is
-recorded (`error`) and the batch goes on; an endpoint that refuses every request stops it.
+recorded (`error`) and the batch goes on. An endpoint that refuses every request (the
+candidates' or the judge's) stops the batch gently: no new job is started, the jobs in flight
+finish and are stored (a response already paid for is never thrown away), then it is raised.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -26,17 +28,87 @@ from judge._runs import Key, RunRecord
 from judge._structure import SchemaCache
 from judge._text_calls import with_text_calls
 
+T = TypeVar("T")
+OnRecord = Callable[[RunRecord], None]
+Job = tuple[str, Case, int]
+"""(model, case, run)."""
 
-@dataclass
-class Tally:
-    """What a run did."""
 
-    requested: int = 0
-    """Candidate requests sent (retries not counted)."""
-    failed: int = 0
-    """Of those, the ones that failed for good (recorded with `error`)."""
-    graded: int = 0
-    """Stored responses graded again without asking the candidate."""
+class Unjudged(Exception):
+    """The judge's endpoint refused: `record` holds the checks only, to store as it is."""
+
+    def __init__(self, record: RunRecord, cause: JudgeEndpointError) -> None:
+        super().__init__(str(cause))
+        self.record = record
+        self.cause = cause
+
+
+class Grader:
+    """The grading step of `judge run` and `judge regrade`: tool calls read from the reply's
+    text where asked, the deterministic checks, and the judge when there is one."""
+
+    def __init__(
+        self, judge: Judge | None = None, *, text_calls: frozenset[str] | None = frozenset({LOCAL})
+    ) -> None:
+        """`text_calls`: the models whose calls written as JSON text are read (None: all)."""
+        self.judge = judge
+        self.text_calls = text_calls
+        self._schemas = SchemaCache()
+
+    def reads_text_calls(self, model: str) -> bool:
+        return self.text_calls is None or model in self.text_calls
+
+    async def grade(self, record: RunRecord, case: Case) -> RunRecord:
+        """`record` graded against `case` (a failed request stays as it is). Raises `Unjudged`
+        when the judge's endpoint refuses."""
+        if record.response is None or record.error is not None:
+            return record
+        try:
+            response = normalise_response(record.response)
+        except ShapeError as exc:
+            why = f"the reply is not a chat completion ({exc})"
+            return record.model_copy(update={"error": why})
+        from_text = False
+        if response is not None and (
+            record.calls_from_content or self.reads_text_calls(record.model)
+        ):
+            found = with_text_calls(response, {tool.name for tool in case.tools})
+            from_text, response = found is not response, found
+        record = record.model_copy(update={"calls_from_content": from_text})
+        graded = case.model_copy(update={"response": response})
+        if self.judge is None:
+            return record.graded(check_case(graded, schemas=self._schemas))
+        try:
+            return record.graded(await self.judge.grade_case(graded))
+        except JudgeEndpointError as exc:
+            # The paid-for response is kept with its checks; a later `--judge` run judges it.
+            raise Unjudged(record.graded(self.judge.check(graded)), exc) from exc
+
+    async def grade_all(
+        self,
+        items: Sequence[tuple[RunRecord, Case]],
+        *,
+        on_record: OnRecord,
+        concurrency: int = 8,
+    ) -> None:
+        """Grade every (record, case), `concurrency` at a time; `on_record` gets each record
+        as it is finished, to store it. Raises the judge's `JudgeEndpointError` after storing
+        the records in flight."""
+        await pool(items, lambda item: self.grade(*item), on_record, concurrency)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will do, given what its runs file already holds."""
+
+    judge: list[tuple[RunRecord, Case]]
+    """Stored responses without a usable verdict, judged first (only with a judge)."""
+    ask: list[Job]
+    """The requests to send: triples not in the file yet, or that failed."""
+
+    @property
+    def total(self) -> int:
+        return len(self.judge) + len(self.ask)
 
 
 class Runner:
@@ -47,27 +119,23 @@ class Runner:
         agreed: Agreed,
         *,
         endpoint: Endpoint | None,
-        judge: Judge | None = None,
+        grader: Grader | None = None,
         concurrency: int = 8,
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
-        text_calls: bool | Sequence[str] = (LOCAL,),
         key_hint: str = "OPENROUTER_API_KEY",
     ) -> None:
-        """`endpoint` serves the hosted candidates (None when all are `local`). `text_calls`
-        names the models whose JSON-text calls are read (True: all of them)."""
+        """`endpoint` serves the hosted candidates (None when all are `local`)."""
         self.agreed = agreed
-        self.judge = judge
+        self.grader = grader or Grader()
+        self.settings = run_settings(agreed)
         self._endpoint = endpoint
         self._concurrency = concurrency
         self._timeout = timeout
         self._retry = retry
-        self._text_calls = text_calls
         self._key_hint = key_hint
         self._clients: dict[str, CandidateClient] = {}
         self._lock = asyncio.Lock()
-        self._schemas = SchemaCache()
-        self.tally = Tally()
 
     async def __aenter__(self) -> Runner:
         return self
@@ -77,54 +145,44 @@ class Runner:
             await client.aclose()
         self._clients.clear()
 
-    def reads_text_calls(self, model: str) -> bool:
-        return self._text_calls is True or (
-            not isinstance(self._text_calls, bool) and model in self._text_calls
-        )
-
-    async def run(
+    def plan(
         self,
         cases: Sequence[Case],
         models: Sequence[str],
         runs: int,
-        *,
         done: Mapping[Key, RunRecord] | None = None,
-        on_record: Callable[[RunRecord], None],
-    ) -> Tally:
-        """Ask for every (model, case, run) not already in `done` (error records are asked
-        again); with a judge, first judge the stored responses that lack a usable verdict.
-        `on_record` gets each record as it is finished, to store it."""
+    ) -> Plan:
+        """Every (model, case, run) not already in `done` is asked (error records again);
+        with a judge, the stored responses that lack a usable verdict are judged first."""
         done = done or {}
         by_id = {case.id: case for case in cases}
-        if self.judge is not None:
-            stale = [r for r in done.values() if needs_judging(r) and r.case_id in by_id]
-            await self._pool(stale, lambda r: self.regrade(r, by_id[r.case_id]), on_record)
-        jobs = [
+        stale = [
+            (record, by_id[record.case_id])
+            for record in done.values()
+            if self.grader.judge is not None and needs_judging(record) and record.case_id in by_id
+        ]
+        ask = [
             (model, case, run)
             for run in range(1, runs + 1)  # interleaved: a cut-short run stays balanced
             for case in cases
             for model in models
             if (found := done.get((model, case.id, run))) is None or found.error is not None
         ]
-        await self._pool(jobs, lambda job: self._ask(*job), on_record)
-        return self.tally
+        return Plan(judge=stale, ask=ask)
 
-    async def regrade(self, record: RunRecord, case: Case) -> RunRecord:
-        """Grade a stored response again (checks, and the judge when there is one)."""
-        self.tally.graded += 1
-        return await self._grade(record, case)
+    async def run(self, plan: Plan, *, on_record: OnRecord) -> None:
+        """Carry out `plan`; `on_record` gets each record as it is finished, to store it."""
+        await self.grader.grade_all(plan.judge, on_record=on_record, concurrency=self._concurrency)
+        await pool(plan.ask, lambda job: self._ask(*job), on_record, self._concurrency)
 
     async def _ask(self, model: str, case: Case, run: int) -> RunRecord:
         body = request_body(model, case, run, self.agreed)
-        settings = request_settings(body)
         client = await self._client(model)
-        self.tally.requested += 1
         try:
             answer = await client.chat(body)
         except CandidateRequestError as exc:
-            self.tally.failed += 1
             return RunRecord(
-                model=model, case_id=case.id, run=run, error=str(exc), settings=settings
+                model=model, case_id=case.id, run=run, error=str(exc), settings=self.settings
             )
         usage = answer.body.get("usage") if isinstance(answer.body, dict) else None
         usage = usage if isinstance(usage, dict) else None
@@ -142,37 +200,11 @@ class Runner:
             usage=usage,
             latency_s=round(answer.latency_s, 4),
             cost_usd=cost,
+            error=reply_error(answer.body),
             attempts=answer.attempts,
-            settings=settings,
+            settings=self.settings,
         )
-        return await self._grade(record, case)
-
-    async def _grade(self, record: RunRecord, case: Case) -> RunRecord:
-        if record.response is None:
-            return record
-        try:
-            response = normalise_response(record.response)
-        except ShapeError as exc:
-            self.tally.failed += 1
-            detail = _error_detail(record.response)
-            return record.model_copy(
-                update={"error": f"the reply is not a chat completion ({exc}){detail}"}
-            )
-        from_text = False
-        if (record.calls_from_content or self.reads_text_calls(record.model)) and (
-            response is not None
-        ):
-            found = with_text_calls(response)
-            from_text, response = found is not response, found
-        record = record.model_copy(update={"calls_from_content": from_text})
-        graded = case.model_copy(update={"response": response})
-        if self.judge is None:
-            return record.graded(check_case(graded, schemas=self._schemas))
-        try:
-            return record.graded(await self.judge.grade_case(graded))
-        except JudgeEndpointError as exc:
-            # The paid-for response is kept; a later `--judge` run judges it.
-            raise _Unjudged(record.graded(check_case(graded, schemas=self._schemas)), exc) from exc
+        return await self.grader.grade(record, case)
 
     async def _client(self, model: str) -> CandidateClient:
         name = LOCAL if model == LOCAL else "hosted"
@@ -196,54 +228,65 @@ class Runner:
                 )
             return self._clients[name]
 
-    async def _pool(
-        self,
-        items: Sequence[Any],
-        work: Callable[[Any], Any],
-        on_record: Callable[[RunRecord], None],
-    ) -> None:
-        queue = iter(items)
 
-        async def worker() -> None:
-            for item in queue:  # one shared iterator: each item is taken once
-                try:
-                    record = await work(item)
-                except _Unjudged as stop:
-                    on_record(stop.record)
-                    raise stop.cause from None
-                on_record(record)
-
-        tasks = [asyncio.create_task(worker()) for _ in range(min(self._concurrency, len(items)))]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def check_resumable(
-    done: Iterable[RunRecord], cases: Sequence[Case], agreed: Agreed, source: str
+async def pool(
+    items: Sequence[T],
+    work: Callable[[T], Awaitable[RunRecord]],
+    on_record: OnRecord,
+    concurrency: int,
 ) -> None:
-    """Refuse (`PreflightError`) to resume a runs file asked with other settings: that would
-    mix two runs in one comparison."""
-    by_id = {case.id: case for case in cases}
+    """`work` on every item, `concurrency` at a time; `on_record` gets each record as it is
+    finished. When an endpoint refuses (`JudgeEndpointError`, the candidates' included), no
+    new item is taken, the items in flight finish and are stored, and the first refusal is
+    raised."""
+    queue = iter(items)
+    refused: list[JudgeEndpointError] = []
+
+    async def worker() -> None:
+        for item in queue:  # one shared iterator: each item is taken once
+            try:
+                record = await work(item)
+            except Unjudged as stop:
+                refused.append(stop.cause)
+                record = stop.record
+            except JudgeEndpointError as exc:
+                refused.append(exc)
+                return
+            on_record(record)
+            if refused:
+                return
+
+    tasks = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(items)))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    if refused:
+        raise refused[0]
+
+
+def run_settings(agreed: Agreed) -> dict[str, Any]:
+    """The settings stored with every record of a run, the same for every model and case: the
+    agreed ones, and with a seed the seed of run 1 (run r is sent `seed + r - 1`)."""
+    settings = dict(agreed.settings)
+    if agreed.seed is not None:
+        settings["seed"] = agreed.seed
+    return settings
+
+
+def check_resumable(done: Iterable[RunRecord], agreed: Agreed, source: str) -> None:
+    """Refuse (`PreflightError`) to resume a runs file asked with other settings, whatever
+    its models: one file never mixes two configurations."""
+    wanted = run_settings(agreed)
     for record in done:
-        case = by_id.get(record.case_id)
-        if case is None or record.settings is None or record.model not in agreed.models:
-            continue
-        wanted = request_settings(request_body(record.model, case, record.run, agreed))
-        if wanted != record.settings:
+        if record.settings is not None and record.settings != wanted:
             raise PreflightError(
-                f"{source} was run with other settings ({orjson.dumps(record.settings).decode()};"
-                f" now {orjson.dumps(wanted).decode()}): resume with the same options, or write "
+                f"{source} was run with other settings ({_json(record.settings)} for "
+                f"{record.model}; now {_json(wanted)}): resume with the same options, or write "
                 "to another file"
             )
-
-
-def request_settings(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Every field of a request but what differs by model and case: equal across models."""
-    return {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
 
 
 def needs_judging(record: RunRecord) -> bool:
@@ -251,15 +294,26 @@ def needs_judging(record: RunRecord) -> bool:
     return record.error is None and (record.judge is None or record.judge.status == "judge_error")
 
 
-class _Unjudged(Exception):
-    def __init__(self, record: RunRecord, cause: JudgeEndpointError) -> None:
-        super().__init__(str(cause))
-        self.record = record
-        self.cause = cause
+def reply_error(body: Any) -> str | None:
+    """Why a successful (200) reply holds no answer: OpenRouter reports an error met during
+    generation as a choice with `finish_reason: "error"` and an `error` object, or as an
+    `error` in the body. None for an answer."""
+    if not isinstance(body, dict):
+        return None
+    choices = body.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    choice: dict[str, Any] = first if isinstance(first, dict) else {}
+    error = choice.get("error") or body.get("error")
+    if error is None and choice.get("finish_reason") != "error":
+        return None
+    detail = ""
+    if isinstance(error, dict):
+        code = f" (code {error['code']})" if error.get("code") is not None else ""
+        detail = f": {error.get('message') or _json(error)}{code}"
+    elif error:
+        detail = f": {error}"
+    return f"the endpoint reported an error instead of an answer{detail}"
 
 
-def _error_detail(body: Any) -> str:
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return f": {error['message']}"
-    return ""
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()

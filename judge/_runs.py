@@ -44,12 +44,15 @@ class RunRecord(BaseModel):
     cost_usd: float | None = None
     """From the endpoint's per-token prices; null when it gives none."""
     error: str | None = None
-    """Why there is no response (the request failed after retries); `passed` is then null."""
+    """Why there is no answer to grade: the request failed for good (`response` null), or the
+    endpoint reported an error in a 200 reply (kept in `response`). `passed` is then null."""
     calls_from_content: bool = False
     """The calls were read from JSON text in the reply's content (the embedded model)."""
     attempts: int = 1
     settings: dict[str, Any] | None = None
-    """Every request field but model, messages and tools: equal across models in a fair run."""
+    """The settings agreed for the whole run, the same in every record of it: every request
+    field but model, messages and tools (a case without tools is sent without `tool_choice`;
+    `seed` is run 1's, run r was sent `seed + r - 1`)."""
 
     @property
     def key(self) -> Key:
@@ -94,32 +97,51 @@ class RunRecord(BaseModel):
         return orjson.dumps(self.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
 
 
-def read_runs(path: str | Path, *, warn: bool = True) -> list[RunRecord]:
+def read_runs(path: str | Path) -> list[RunRecord]:
     """The records of a runs file, the last one of each (model, case_id, run) kept, in file
-    order. Unreadable lines (one cut short by an interruption) are skipped with a warning."""
+    order. A last line cut short by an interruption is skipped with a warning; any other line
+    that is not a run record raises `InputError` (a cases or results file is not a runs file,
+    and must never be rewritten as one)."""
     path = Path(path)
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot read runs: {exc.strerror or exc}") from None
     latest: dict[Key, RunRecord] = {}
+    cut: tuple[int, str] | None = None  # an unparseable line: fine only if it is the last
     with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
+            if cut is not None:  # a bad line with more after it was not cut by a crash
+                raise InputError(_not_a_record(path, cut[0], f"not JSON: {cut[1]}"))
             try:
-                record = RunRecord.model_validate(orjson.loads(raw))
-            except (orjson.JSONDecodeError, ValidationError) as exc:
-                if warn:
-                    why = str(exc).splitlines()[0]
-                    print(
-                        f"judge: {path}:{number}: skipped an unreadable line: {why}",
-                        file=sys.stderr,
-                    )
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                cut = (number, str(exc))
                 continue
+            try:
+                record = RunRecord.model_validate(data)
+            except ValidationError as exc:
+                raise InputError(_not_a_record(path, number, _first_error(exc))) from None
             latest.pop(record.key, None)  # re-inserted: file order follows the latest line
             latest[record.key] = record
+    if cut is not None:
+        print(f"judge: {path}:{cut[0]}: skipped a last line cut short: {cut[1]}", file=sys.stderr)
     return list(latest.values())
+
+
+def _not_a_record(path: Path, number: int, why: str) -> str:
+    return (
+        f"{path}:{number}: not a run record ({why}): a runs file holds the lines `judge run` "
+        "writes, and only its last line may be cut short"
+    )
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    pointer = "".join(f"/{part}" for part in error["loc"])
+    return f"{pointer or '/'}: {error['msg']}"
 
 
 def compact(path: str | Path, records: Iterable[RunRecord]) -> None:

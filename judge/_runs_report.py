@@ -3,14 +3,12 @@ plot per metric (matplotlib, drawn like the calibration report)."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from collections.abc import Callable
 from typing import IO, Any
 
 from judge._compare import Comparison, Interval
-from judge._report import _STYLE
+from judge._report import STYLE, plot_png
 
 _CHECK_NAMES = {
     "tool_selection": "selection",
@@ -99,7 +97,7 @@ def render_comparison(comparison: Comparison, *, title: str = "model comparison"
     models = comparison.models
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
     ]
     for warning in comparison.warnings:
         parts.append(f"<p class='fail'>{html.escape(warning)}</p>")
@@ -241,19 +239,8 @@ _PLOTS: list[tuple[str, Callable[[Any, Comparison], None]]] = [
 
 
 def _png(draw: Callable[[Any, Comparison], None], comparison: Comparison) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = max(len(comparison.models), len(comparison.pairs), 2)
-    figure, axes = plt.subplots(figsize=(5.6, 1.2 + 0.45 * rows), dpi=100)
-    draw(axes, comparison)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
-    return base64.b64encode(buffer.getvalue()).decode()
+    return plot_png(lambda axes: draw(axes, comparison), (5.6, 1.2 + 0.45 * rows))
 
 
 def _pct(value: float | None) -> str:

@@ -43,7 +43,7 @@ class JudgeSummary:
         arguments = outcome.arguments_verdict or "none"
         self.selection[selection] += 1
         self.arguments[arguments] += 1
-        if selection == "correct" and arguments in ("correct", "none"):
+        if outcome.passed:
             self.passed += 1
         else:
             self.failed += 1

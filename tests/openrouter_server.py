@@ -5,10 +5,15 @@ Scripted models (the case's user message names the city, `weather in Paris`):
 - `good/m` calls get_weather with the right city; `bad/m` calls get_time instead;
 - `flaky/m` is right on the 1st, 3rd, 5th... request for the same conversation, wrong otherwise;
 - `ratelimited/m` answers 429 (Retry-After: 0) to its first request, then like good/m;
-- `broken/m` always answers 500; `nocredit/m` answers 402;
+- `broken/m` always answers 500; `nocredit/m` answers 402; `flagged/m` answers 403 (OpenRouter:
+  the input was flagged by moderation);
+- `midfail/m` answers 200 with an error met during generation (`finish_reason: "error"` and an
+  `error` in the choice); `errorbody/m` answers 200 with only an `error` object;
+- `text/m` writes the right call as JSON in a ```json fence in `content` (no `tool_calls`), as
+  models served without a tool-call parser do;
 - `slow/m` answers like good/m after `slow_seconds`;
 - `notemp/m` (no temperature), `notools/m` (no tools) and `efforts/m` (reasoning effort high
-  only) are listed with those limits and answer like good/m.
+  only) and `noreason/m` (no reasoning) are listed with those limits and answer like good/m.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ CATALOG: dict[str, dict[str, Any]] = {
     "notemp/m": {"supported_parameters": ["tools", "tool_choice", "seed", "reasoning"]},
     "notools/m": {"supported_parameters": ["temperature", "seed"]},
     "efforts/m": {"supported_parameters": FULL, "reasoning": {"supported_efforts": ["high"]}},
+    "noreason/m": {"supported_parameters": ["tools", "tool_choice", "temperature", "seed"]},
+    "flagged/m": {"supported_parameters": FULL},
+    "midfail/m": {"supported_parameters": FULL},
+    "errorbody/m": {"supported_parameters": FULL},
+    "text/m": {"supported_parameters": FULL},
 }
 PROMPT_PRICE = 0.000001
 COMPLETION_PRICE = 0.000004
@@ -120,6 +130,20 @@ class OpenRouterServer(LoopbackServer):
             return 500, {"error": {"message": "upstream exploded"}}, {"retry-after": "0"}, 0
         if model == "nocredit/m":
             return 402, {"error": {"message": "Insufficient credits", "code": 402}}, {}, 0
+        if model == "flagged/m":
+            flagged = {"message": "Input was flagged by moderation", "code": 403}
+            return 403, {"error": {**flagged, "metadata": {"reasons": ["violence"]}}}, {}, 0
+        if model == "midfail/m":
+            failed = completion(model, {"role": "assistant", "content": ""})
+            failed["choices"][0]["finish_reason"] = "error"
+            failed["choices"][0]["error"] = {"message": "Provider disconnected", "code": 502}
+            return 200, failed, {}, 0
+        if model == "errorbody/m":
+            return 200, {"error": {"message": "Upstream timed out", "code": 504}}, {}, 0
+        if model == "text/m":
+            call = json.dumps({"name": "get_weather", "arguments": {"city": city}}, indent=2)
+            written = {"role": "assistant", "content": f"```json\n{call}\n```"}
+            return 200, completion(model, written), {}, 0
         if model == "ratelimited/m" and nth == 1:
             return 429, {"error": {"message": "Rate limit exceeded"}}, {"retry-after": "0"}, 0
         if model == "bad/m":

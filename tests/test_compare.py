@@ -66,3 +66,39 @@ def test_the_interval_always_holds_the_rate(n: int) -> None:
     for rate in (0.0, 1.0):
         interval = wilson(rate, n)
         assert interval.low <= rate <= interval.high
+
+
+def test_settings_that_vary_by_case_alike_for_every_model_are_fair() -> None:
+    # regression: settings were pooled over all models, so a file whose cases without tools
+    # were sent without tool_choice warned that a fair comparison was not fair
+    with_tools = {"tool_choice": "auto", "temperature": 0.0}
+    without = {"temperature": 0.0}
+    records = [
+        record(model, case, 1, True, settings=settings)
+        for model in ("m", "n")
+        for case, settings in (("tools", with_tools), ("chat", without))
+    ]
+    assert not any("same settings" in w for w in compare_runs(records).warnings)
+    changed = [*records[:-1], record("n", "chat", 1, True, settings={"temperature": 1.0})]
+    assert any("not all asked with the same settings" in w for w in compare_runs(changed).warnings)
+
+
+def verdict(selection: str, arguments: str | None) -> dict[str, object]:
+    calls = [] if arguments is None else [{"call": 0, "reasoning": "", "verdict": arguments}]
+    return {
+        "status": "ok",
+        "selection": {"reasoning": "", "verdict": selection, "category": "right_call"},
+        "arguments": calls,
+    }
+
+
+def test_the_judge_breakdown_counts_what_the_judge_passed() -> None:
+    records = [
+        record("m", "a", 1, True, judge=verdict("correct", "correct")),
+        record("m", "b", 1, True, judge=verdict("correct", None)),  # nothing to judge: passes
+        record("m", "c", 1, True, judge=verdict("correct", "incorrect")),
+        record("m", "d", 1, True, judge=verdict("incorrect", "correct")),
+        record("m", "e", 1, True, judge={"status": "judge_error", "error": "no verdict"}),
+    ]
+    [stats] = compare_runs(records).models
+    assert stats.breakdown["judge"] == pytest.approx(2 / 4)  # the judge_error is left out

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from judge.cli import main
-from tests.chat_server import ChatServer
+from tests.chat_server import ChatServer, Reply, answer
 from tests.helpers import WEATHER, tool
 from tests.openrouter_server import (
     COMPLETION_PRICE,
@@ -400,5 +400,288 @@ def test_a_file_holding_only_a_cut_line_is_cleaned_before_appending(
     out.write_text('{"model": "good/m", "case_id": "par')
     result = run(fake, cases, "--models", "good/m", "-o", str(out))
     assert result.exit_code == 0, result.stderr
-    assert "skipped an unreadable line" in result.stderr
+    assert f"{out}:1: skipped a last line cut short" in result.stderr
     assert [(r["case_id"], r["passed"]) for r in lines(out)] == [("paris", True)]
+
+
+def judge_args(server: ChatServer) -> list[str]:
+    return ["--judge", "--judge-model", "judge-m", "--judge-base-url", server.url]
+
+
+REFUSED = Reply(status=401, body={"error": {"message": "Invalid API key", "code": 401}})
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["run", "{cases}", "--models", "good/m", "-o", "{file}"], id="run-o"),
+        pytest.param(["regrade", "{file}", "{cases}"], id="regrade-in-place"),
+        pytest.param(["compare", "{file}"], id="compare"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        pytest.param("cases", ":1: not a run record (/model: Field required)", id="cases-file"),
+        pytest.param("results", ":1: not a run record (/model: Field required)", id="results"),
+        pytest.param("one-case", ":1: not a run record", id="one-line-cases-file"),
+        pytest.param("cut-inside", ":1: not a run record (not JSON", id="cut-line-not-last"),
+    ],
+)
+def test_a_file_that_is_not_a_runs_file_is_refused_and_left_untouched(
+    fake: OpenRouterServer, tmp_path: Path, command: list[str], content: str, where: str
+) -> None:
+    # regression: unreadable lines were skipped, then the file was compacted: a cases or
+    # results file passed as the runs file was emptied
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris", "Oslo"))
+    target = tmp_path / "target.jsonl"
+    if content == "cases":
+        target.write_bytes(cases.read_bytes())
+    elif content == "one-case":
+        target.write_text(cases.read_text().splitlines()[0] + "\n")
+    elif content == "results":
+        done = CliRunner().invoke(main, ["check", str(cases), "-o", str(target)])
+        assert done.exit_code == 0, done.stderr
+    else:
+        assert run(fake, cases, "--models", "good/m", "-o", str(target)).exit_code == 0
+        first, second = target.read_text().splitlines()
+        target.write_text(f"{first[:30]}\n{second}\n")
+    before = target.read_bytes()
+    fake.seen.clear()
+    args = [a.format(file=target, cases=cases) for a in command]
+    if args[0] == "run":
+        args += ["--base-url", fake.url, "--api-key-env", "FAKE_KEY"]
+    result = CliRunner(env={"FAKE_KEY": KEY}).invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert f"{target}{where}" in result.stderr
+    assert target.read_bytes() == before
+    assert fake.chats == []
+
+
+def test_regrade_refuses_a_file_with_no_records(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    empty = tmp_path / "runs.jsonl"
+    empty.write_text("")
+    result = CliRunner().invoke(main, ["regrade", str(empty), str(cases)])
+    assert result.exit_code == 2
+    assert f"{empty}: no run records" in result.stderr
+
+
+def test_resuming_with_other_settings_is_refused_for_any_model_in_the_file(
+    fake: OpenRouterServer, tmp_path: Path
+) -> None:
+    # regression: records of models not in this run were not compared
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    out = tmp_path / "runs.jsonl"
+    assert run(fake, cases, "--models", "good/m", "-o", str(out)).exit_code == 0
+    before = out.read_bytes()
+    result = run(fake, cases, "--models", "bad/m", "-o", str(out), "--temperature", "1")
+    assert result.exit_code == 2
+    assert "was run with other settings" in result.stderr and "good/m" in result.stderr
+    assert out.read_bytes() == before
+    added = run(fake, cases, "--models", "bad/m", "-o", str(out))  # same settings: fine
+    assert added.exit_code == 0, added.stderr
+    assert sorted(r["model"] for r in lines(out)) == ["bad/m", "good/m"]
+
+
+def test_a_fair_file_mixing_cases_with_and_without_tools_is_not_called_unfair(
+    fake: OpenRouterServer, tmp_path: Path
+) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    chat = {"id": "hello", "messages": [{"role": "user", "content": "hi Paris"}]}
+    cases.write_text(cases.read_text() + json.dumps(chat | {"expected_calls": []}) + "\n")
+    out = tmp_path / "runs.jsonl"
+    result = run(
+        fake, cases, "--models", "good/m,bad/m", "-o", str(out), "--seed", "5", "--runs", "2"
+    )
+    assert result.exit_code == 0, result.stderr
+    hello = [b for b in fake.chats if b["messages"][0]["content"] == "hi Paris"]
+    assert len(hello) == 4 and not any("tool_choice" in b or "tools" in b for b in hello)
+    assert "same settings" not in result.stdout
+    settings = {json.dumps(r["settings"], sort_keys=True) for r in lines(out)}
+    assert [json.loads(s) for s in settings] == [
+        {
+            "tool_choice": "auto",
+            "reasoning": {"effort": "low"},
+            "provider": {"require_parameters": True},
+            "temperature": 0.0,
+            "seed": 5,
+        }
+    ]
+
+
+def test_a_request_refused_by_moderation_is_recorded_and_the_run_goes_on(
+    fake: OpenRouterServer, tmp_path: Path
+) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris", "Oslo"))
+    out = tmp_path / "runs.jsonl"
+    result = run(fake, cases, "--models", "flagged/m,good/m", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    records = lines(out)
+    assert len(records) == 4
+    flagged = [r for r in records if r["model"] == "flagged/m"]
+    assert all(r["passed"] is None and r["response"] is None for r in flagged)
+    assert all("(403)" in r["error"] and "flagged by moderation" in r["error"] for r in flagged)
+    assert all(r["passed"] is True for r in records if r["model"] == "good/m")
+    assert Counter(b["model"] for b in fake.chats)["flagged/m"] == 2  # not retried
+
+
+@pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        pytest.param("midfail/m", "Provider disconnected (code 502)", id="error-in-the-choice"),
+        pytest.param("errorbody/m", "Upstream timed out (code 504)", id="error-in-the-body"),
+    ],
+)
+def test_an_error_sent_with_status_200_is_recorded_as_an_error(
+    fake: OpenRouterServer, tmp_path: Path, model: str, says: str
+) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    out = tmp_path / "runs.jsonl"
+    result = run(fake, cases, "--models", model, "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    [record] = lines(out)
+    assert record["error"] == f"the endpoint reported an error instead of an answer: {says}"
+    assert record["passed"] is None and record["tool_selection"] is None
+    assert record["response"] == json.loads(json.dumps(record["response"]))  # stored as returned
+    assert f"{model}: 1 of 1 requests failed" in result.stdout
+    asked = len(fake.chats)
+    assert run(fake, cases, "--models", model, "-o", str(out)).exit_code == 0
+    assert len(fake.chats) == asked + 1  # asked again on resume
+
+
+def test_a_reasoning_effort_for_a_model_without_reasoning_is_warned(
+    fake: OpenRouterServer, tmp_path: Path
+) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    result = run(fake, cases, "--models", "good/m,noreason/m")
+    assert result.exit_code == 0, result.stderr
+    assert "noreason/m: its supported_parameters lack reasoning" in result.stderr
+    assert "good/m: its supported_parameters" not in result.stderr
+    off = run(fake, cases, "--models", "good/m,noreason/m", "--reasoning-effort", "off")
+    assert "lack reasoning" not in off.stderr
+
+
+@pytest.mark.parametrize("read", [True, False], ids=["calls-from-content", "hosted-as-is"])
+def test_calls_written_in_the_content_are_read_only_when_asked(
+    fake: OpenRouterServer, tmp_path: Path, read: bool
+) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    out = tmp_path / "runs.jsonl"
+    flag = ["--calls-from-content"] if read else []
+    result = run(fake, cases, "--models", "text/m", "-o", str(out), *flag)
+    assert result.exit_code == 0, result.stderr
+    [record] = lines(out)
+    message = record["response"]["choices"][0]["message"]
+    assert "tool_calls" not in message and message["content"].startswith("```json\n")
+    if read:
+        assert record["calls_from_content"] is True
+        assert (record["tool_selection"], record["passed"]) == (True, True)
+    else:
+        assert "calls_from_content" not in record
+        assert (record["tool_selection"], record["passed"]) == (False, False)
+        assert record["failures"][0]["kind"] == "MissingCall"
+
+
+def test_regrade_judges_concurrently_and_a_refusing_judge_exits_4_keeping_its_work(
+    fake: OpenRouterServer,
+    server: ChatServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    cases = write_cases(tmp_path / "c.jsonl")
+    out = tmp_path / "runs.jsonl"
+    assert run(fake, cases, "--models", "good/m,bad/m", "-o", str(out)).exit_code == 0
+    server.default = lambda body: Reply(body=answer(body).body, delay=0.1)
+    server.push(*[server.default] * 6)
+    server.default = lambda body: REFUSED
+    refused = CliRunner().invoke(
+        main, ["regrade", str(out), str(cases), *judge_args(server), "--concurrency", "3"]
+    )
+    assert refused.exit_code == 4, refused.output
+    assert "rejected the API key" in refused.stderr and "again with --judge" in refused.stderr
+    records = lines(out)
+    assert len(records) == 8 and all(r["passed"] is not None for r in records)
+    judged = [r for r in records if "judge" in r]
+    assert 1 <= len(judged) < 8 and all(r["judge"]["status"] == "ok" for r in judged)
+    assert server.max_in_flight > 1  # judged several records at once
+
+    server.default = answer
+    again = CliRunner().invoke(main, ["regrade", str(out), str(cases), *judge_args(server)])
+    assert again.exit_code == 0, again.stderr
+    assert all(r["judge"]["status"] == "ok" for r in lines(out))
+
+
+def test_a_judge_failure_during_a_run_keeps_every_response_paid_for(
+    server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    cases = write_cases(tmp_path / "c.jsonl", tuple(f"City{i}" for i in range(8)))
+    out = tmp_path / "runs.jsonl"
+    # the first refusal is quick, the others slow: a run that cancelled its other jobs on the
+    # first one lost the responses they had already received
+    server.push(REFUSED)
+    server.default = lambda body: Reply(status=401, body=REFUSED.body, delay=0.3)
+    with openrouter(slow_seconds=0.2) as fake:
+        failed = run(
+            fake, cases, "--models", "slow/m", "-o", str(out), "--concurrency", "3",
+            *judge_args(server),
+        )  # fmt: skip
+        assert failed.exit_code == 4, failed.output
+        assert "rejected the API key" in failed.stderr
+        asked = len(fake.chats)
+        stored = lines(out)
+        assert len(stored) == asked < 8  # no new job after the refusal; none thrown away
+        assert all(r["passed"] is True and "judge" not in r for r in stored)
+
+        server.default = answer
+        done = run(fake, cases, "--models", "slow/m", "-o", str(out), *judge_args(server))
+        assert done.exit_code == 0, done.stderr
+        assert len(fake.chats) == 8  # only the missing ones asked
+    records = lines(out)
+    assert len(records) == 8 and all(r["judge"]["status"] == "ok" for r in records)
+
+
+def test_the_judge_of_a_run_passes_the_calibration_gate(
+    fake: OpenRouterServer, server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    out = tmp_path / "runs.jsonl"
+    record = tmp_path / "calibration.json"
+    record.write_text("{}")
+    gate = ["--calibration", str(record)]
+    refused = run(fake, cases, "--models", "good/m", "-o", str(out), *judge_args(server), *gate)
+    assert refused.exit_code == 3
+    assert "not a calibration record" in refused.stderr
+    assert fake.seen == [] and not out.exists()  # refused before anything was sent
+    no_judge = run(fake, cases, "--models", "good/m", *gate)
+    assert no_judge.exit_code == 2 and "add --judge" in no_judge.stderr
+    forced = run(
+        fake, cases, "--models", "good/m", "-o", str(out), *judge_args(server), *gate, "--force"
+    )
+    assert forced.exit_code == 0, forced.stderr
+    [graded] = lines(out)
+    assert graded["judge"]["trusted"] is False
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--models", "good/m,notools/m"], id="refused-by-preflight"),
+        pytest.param(["--models", "good/m", "--temperature", "1"], id="other-settings"),
+    ],
+)
+def test_a_refused_run_leaves_the_runs_file_as_it_was(
+    fake: OpenRouterServer, tmp_path: Path, args: list[str]
+) -> None:
+    # regression: the file was compacted (its cut last line dropped) before pre-flight
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    out = tmp_path / "runs.jsonl"
+    assert run(fake, cases, "--models", "good/m", "-o", str(out)).exit_code == 0
+    out.write_text(out.read_text() + '{"model": "good/m", "case_')
+    before = out.read_bytes()
+    result = run(fake, cases, *args, "-o", str(out))
+    assert result.exit_code == 2
+    assert out.read_bytes() == before
