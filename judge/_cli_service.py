@@ -4,13 +4,12 @@ JSON Schemas of the formats)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
 
 import click
 
-from judge._cli_common import judge_for, judge_options
+from judge._cli_common import calibration_options, judge_for, judge_options
 from judge._cli_match import judge_trajectory_option, trajectory_options
 from judge._schema import SCHEMA_NAMES, SchemaName, json_schema
 
@@ -33,16 +32,7 @@ def parse_size(ctx: click.Context, param: click.Parameter, value: str | int) -> 
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @judge_options
-@click.option(
-    "--calibration",
-    type=click.Path(dir_okay=False),
-    help="A record from `judge calibrate`: refuse to start (exit 3) a judge that differs "
-    "from the calibrated one or whose kappa is under the record's threshold.",
-)
-@click.option("--strict", is_flag=True, help="With --calibration: the interval's lower bound.")
-@click.option(
-    "--force", is_flag=True, help="With --calibration: serve anyway, verdicts trusted: false."
-)
+@calibration_options
 @click.option(
     "--max-request-bytes",
     callback=parse_size,
@@ -88,7 +78,6 @@ def serve_command(
     judge = judge_for("serve", options, calibration=calibration, strict=strict, force=force)
     app = create_app(
         judge=judge,
-        token=os.environ.get("JUDGE_SERVICE_TOKEN") or None,
         limits=Limits(max_request_bytes=max_request_bytes, max_cases=max_cases),
         match=judge.match,
         env=judge.env,

@@ -5,7 +5,7 @@ They start from the pydantic models and are then made honest about the wire form
 read through before-validators that accept more shapes than the models hold (tools and responses
 in OpenAI, Responses API and Anthropic form, expected calls copied as OpenAI tool calls, `name`
 for `id`, no id at all), and a result is written by `CaseResult.to_json_dict`, which leaves
-`judge` and `ungrounded_values` out when they are unset.
+`judge`, `ungrounded_values`, `trajectory` and `final_state` out when they are unset.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ SchemaName = Literal["case", "result", "calibration"]
 SCHEMA_NAMES: tuple[SchemaName, ...] = ("case", "result", "calibration")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-_ANY: dict[str, Any] = {}
 _TEXT_OR_NULL = {"type": ["string", "null"]}
 _OBJECT_OR_NULL = {"type": ["object", "null"]}
+# An argument value that is an object with `$any` or `$optional` is a matcher.
+_MATCHER_LIKE = {"type": "object", "anyOf": [{"required": ["$any"]}, {"required": ["$optional"]}]}
 _CALL_ARGUMENTS = {
     "description": "The arguments: JSON text (kept raw, so invalid JSON can be graded) or a "
     "JSON value (serialised); absent means none."
@@ -50,10 +51,16 @@ def json_schema(name: SchemaName) -> dict[str, Any]:
 def _result_schema() -> dict[str, Any]:
     schema = CaseResult.model_json_schema(mode="serialization")
     properties = schema["properties"]
-    # to_json_dict always writes these, and writes `judge` / `ungrounded_values` only when set.
-    schema["required"] = ["id", "tool_selection", "schema_valid", "argument_values", "passed"]
-    schema["required"].append("failures")
-    for key in ("judge", "ungrounded_values"):
+    # to_json_dict always writes these, and writes the other fields only when they are set.
+    schema["required"] = [
+        "id",
+        "tool_selection",
+        "schema_valid",
+        "argument_values",
+        "passed",
+        "failures",
+    ]
+    for key in ("judge", "ungrounded_values", "trajectory", "final_state"):
         options = [s for s in properties[key].get("anyOf", []) if s.get("type") != "null"]
         if options:
             properties[key] = {
@@ -118,42 +125,69 @@ def _case_defs(expected_call: dict[str, Any]) -> dict[str, Any]:
             "name": {"type": "string"},
             "description": _TEXT_OR_NULL,
             "parameters": {**_OBJECT_OR_NULL, "description": "The arguments' JSON Schema."},
-            "input_schema": {**_OBJECT_OR_NULL, "description": "Anthropic's name for it."},
+            "input_schema": {"description": "Anthropic's name for it (unread with `parameters`)."},
         },
+        "if": {"not": {"required": ["parameters"]}},
+        "then": {"properties": {"input_schema": _OBJECT_OR_NULL}},
     }
-    no_function = {"not": {"required": ["function"]}}
     tool = {
         "description": 'OpenAI `{"type": "function", "function": {...}}`, or the function '
         "itself (`name`, `parameters`), or Anthropic's (`name`, `input_schema`).",
         "anyOf": [
             {"type": "object", "required": ["function"], "properties": {"function": function_spec}},
-            {**function_spec, **no_function},
+            {**function_spec, "not": {"required": ["function"]}},
         ],
     }
     body = copy.deepcopy(expected_call)
     arguments = body["properties"]["arguments"]
     arguments.pop("default", None)
+    arguments["additionalProperties"] = {"if": _MATCHER_LIKE, "then": {"$ref": "#/$defs/Matcher"}}
     body["properties"]["arguments"] = {
-        "anyOf": [arguments, {"type": "string", "description": "JSON text of the object."}]
+        "anyOf": [
+            arguments,
+            {
+                "type": "string",
+                "pattern": r"^[ \t\n\r]*\{",
+                "contentMediaType": "application/json",
+                "description": "JSON text of the object.",
+            },
+        ]
     }
+    # Only an object `function` is the OpenAI wrapper; anything else there is ignored.
+    wrapped = {"properties": {"function": {"type": "object"}}, "required": ["function"]}
     expected = {
         "description": "An expected call, or an OpenAI tool call copied as is.",
         "anyOf": [
             {"type": "object", "required": ["function"], "properties": {"function": body}},
-            {**body, **no_function},
+            {**body, "not": wrapped},
         ],
     }
     return {
         "ToolInput": tool,
         "ExpectedCallInput": expected,
+        "Matcher": _matcher(),
         "ResponseInput": _response_input(),
         "ResponseItem": _response_item(),
         "ResponseMessage": _message(),
     }
 
 
+def _matcher() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": 'An expected argument value with choices: `{"$any": [v1, v2, ...]}` '
+        '(any of them), optionally `"$optional": true` (may be left out); '
+        '`{"$any": [], "$optional": true}`: must be left out.',
+        "properties": {"$any": {"type": "array"}, "$optional": {"type": "boolean"}},
+        "additionalProperties": False,
+    }
+
+
 def _response_input() -> dict[str, Any]:
-    not_keys = {"not": {"anyOf": [{"required": ["choices"]}, {"required": ["output"]}]}}
+    # The loader reads a completion (`choices`) first, then a whole response (`output`, no
+    # `type`), then a message, then an item.
+    whole_response = {"required": ["output"], "not": {"required": ["type"]}}
+    not_keys = {"not": {"anyOf": [{"required": ["choices"]}, whole_response]}}
     return {
         "description": "An OpenAI chat message or whole chat completion; a list of "
         '`{"name", "arguments"}`; OpenAI Responses API output items or a whole response; '

@@ -14,9 +14,10 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -25,11 +26,9 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from judge._case import Case
-from judge._check import check_case, invalid_case_result
+from judge._check import iter_check
 from judge._client import JudgeEndpointError
 from judge._env import EnvironmentFactory
-from judge._errors import CaseError
 from judge._grade import Judge
 from judge._match import Match
 from judge._result import CaseResult
@@ -40,6 +39,10 @@ from judge._structure import SchemaCache
 TOKEN_ENV = "JUDGE_SERVICE_TOKEN"
 OPEN_PATHS = frozenset(("/healthz",))
 _CHUNK = 64  # NDJSON check results per write
+_NO_JUDGE = "this service runs no judge"
+_NO_JUDGE_RESPONSE: dict[int | str, dict[str, Any]] = {
+    503: {"description": "The service was started without a judge."}
+}
 _log = logging.getLogger("judge.service")
 
 
@@ -56,9 +59,12 @@ def create_app(
     `JUDGE_SERVICE_TOKEN` environment variable) turns bearer auth on. `match` and `env`
     set how `/v1/check` grades trajectories, as `judge check --match/--env` (a judge has its
     own)."""
-    checker = _Checker(match, env)
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None
     limits = limits or Limits()
+    schemas = SchemaCache()  # validators built once for the app, not once per request
+
+    def checked(batch: Batch) -> Iterator[CaseResult]:
+        return iter_check(batch.items(), match=match, env=env, schemas=schemas)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -88,13 +94,13 @@ def create_app(
         """Liveness; open even when a token is required."""
         return {"status": "ok"}
 
-    @app.get("/v1/rubrics", tags=["judge"])
+    @app.get("/v1/rubrics", tags=["judge"], responses=_NO_JUDGE_RESPONSE)
     async def rubrics() -> dict[str, Any]:
         """The rubrics `/v1/grade` uses, and the judge's fingerprint (what a calibration
         record is bound to)."""
         if judge is None:
-            raise HTTPException(503, "this service runs no judge")
-        found = judge.rubrics
+            raise HTTPException(503, _NO_JUDGE)
+        used = set(judge.provenance().rubrics)
         return {
             "rubrics": [
                 {
@@ -104,7 +110,8 @@ def create_app(
                     "sha256": r.sha256,
                     "labels": list(r.labels),
                 }
-                for r in found.all
+                for r in judge.rubrics.all
+                if r.ref in used
             ],
             "judge": judge.fingerprint(),
             "trusted": judge.trusted,
@@ -115,26 +122,32 @@ def create_app(
         """Deterministic checks, as `judge check`."""
         batch = await read_batch(request, limits, source)
         if batch.ndjson:
-            return StreamingResponse(checker.stream(batch), media_type=NDJSON)
-        body = await run_in_threadpool(checker.all, batch)
+            # A sync iterator: Starlette runs it in a worker thread, off the event loop.
+            return StreamingResponse(_chunks(checked(batch)), media_type=NDJSON)
+        body = await run_in_threadpool(lambda: _results_body(checked(batch)))
         return Response(body, media_type="application/json")
 
-    @app.post("/v1/grade", tags=["grading"], openapi_extra=_openapi_body("`judge grade`"))
+    @app.post(
+        "/v1/grade",
+        tags=["grading"],
+        openapi_extra=_openapi_body("`judge grade`", judged=True),
+    )
     async def grade(request: Request, source: str = source_query) -> Response:
         """Deterministic checks and the LLM judge, as `judge grade` (same options, cache and
         calibration gate as the service was started with)."""
         if judge is None:
-            raise HTTPException(503, "this service runs no judge")
+            raise HTTPException(503, _NO_JUDGE)
         batch = await read_batch(request, limits, source)
         if batch.ndjson:
-            return StreamingResponse(_grade_stream(judge, batch), media_type=NDJSON)
+            return _GradeStream(judge.iter_grade(batch.items()))
+        items = await run_in_threadpool(lambda: list(batch.items()))  # parsing is CPU work
         try:
-            results = await _grade_all(judge, batch)
+            results = await judge.grade(items)
         except JudgeEndpointError as exc:
             raise HTTPException(502, f"the judge endpoint refused: {exc}") from None
         return Response(_results_body(results), media_type="application/json")
 
-    _publish_schemas(app)
+    _publish_schemas(app, guarded=bool(token))
     return app
 
 
@@ -164,82 +177,48 @@ class BearerAuth:
         await response(scope, receive, send)
 
 
-class _Checker:
-    """The deterministic checks of `/v1/check`, with the service's match settings."""
+class _GradeStream(StreamingResponse):
+    """Judge results as NDJSON, each as soon as it is ready (completion order, as `judge
+    grade` writes them). When the judge's endpoint refuses, the error is logged and the
+    stream ends without its last (empty) chunk: the client sees a cut body, not one that
+    looks complete."""
 
-    def __init__(self, match: Match | None, env: EnvironmentFactory | None) -> None:
-        self.match = match
-        self.env = env
+    def __init__(self, results: AsyncIterator[CaseResult]) -> None:
+        self.cut = False
+        super().__init__(self._lines(results), media_type=NDJSON)
 
-    def one(self, item: Case | CaseError, schemas: SchemaCache) -> bytes:
-        result = (
-            invalid_case_result(item)
-            if isinstance(item, CaseError)
-            else check_case(item, schemas=schemas, match=self.match, env=self.env)
-        )
-        return orjson.dumps(result.to_json_dict())
+    async def _lines(self, results: AsyncIterator[CaseResult]) -> AsyncIterator[bytes]:
+        try:
+            async for result in results:
+                yield _line(result)
+        except JudgeEndpointError as exc:
+            self.cut = True
+            _log.error("the judge endpoint refused; NDJSON stream cut short: %s", exc)
 
-    def all(self, batch: Batch) -> bytes:
-        schemas = SchemaCache()
-        return b'{"results":[' + b",".join(self.one(i, schemas) for i in batch.items()) + b"]}"
-
-    def stream(self, batch: Batch) -> Iterator[bytes]:
-        # A sync iterator: Starlette runs it in a worker thread, so the event loop stays free.
-        schemas = SchemaCache()
-        lines: list[bytes] = []
-        for item in batch.items():
-            lines.append(self.one(item, schemas))
-            if len(lines) == _CHUNK:
-                yield b"\n".join(lines) + b"\n"
-                lines = []
-        if lines:
-            yield b"\n".join(lines) + b"\n"
+    async def stream_response(self, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        async for chunk in self.body_iterator:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if not self.cut:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _grade_all(judge: Judge, batch: Batch) -> list[CaseResult]:
-    """Every result, in case order; cases that did not load keep their place."""
-    items = await run_in_threadpool(lambda: list(batch.items()))  # parsing is CPU work
-    cases = [item for item in items if isinstance(item, Case)]
-    graded = iter(await judge.grade(cases))
-    return [
-        invalid_case_result(item) if isinstance(item, CaseError) else next(graded) for item in items
-    ]
+def _chunks(results: Iterator[CaseResult]) -> Iterator[bytes]:
+    """NDJSON lines, `_CHUNK` results per write."""
+    while lines := [_line(r) for r in islice(results, _CHUNK)]:
+        yield b"".join(lines)
 
 
-async def _grade_stream(judge: Judge, batch: Batch) -> AsyncIterator[bytes]:
-    """Each result as soon as it is ready (completion order, as `judge grade` writes them)."""
-    invalid: list[CaseResult] = []
-
-    def cases() -> Iterator[Case]:
-        for item in batch.items():
-            if isinstance(item, CaseError):
-                invalid.append(invalid_case_result(item))
-            else:
-                yield item
-
-    def flush() -> bytes:
-        lines = b"".join(
-            orjson.dumps(r.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE) for r in invalid
-        )
-        invalid.clear()
-        return lines
-
-    try:
-        async for result in judge.iter_grade(cases()):
-            yield flush() + orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
-    except JudgeEndpointError as exc:
-        # The status line is sent already: end the stream early (the client sees the cut).
-        _log.error("the judge endpoint refused; stream cut short: %s", exc)
-        raise
-    if invalid:
-        yield flush()
+def _line(result: CaseResult) -> bytes:
+    return orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
 
 
-def _results_body(results: list[CaseResult]) -> bytes:
+def _results_body(results: Iterable[CaseResult]) -> bytes:
     return orjson.dumps({"results": [r.to_json_dict() for r in results]})
 
 
-def _openapi_body(what: str) -> dict[str, Any]:
+def _openapi_body(what: str, *, judged: bool = False) -> dict[str, Any]:
     array = {"type": "array", "items": {"$ref": "#/components/schemas/Case"}}
     results = {
         "type": "object",
@@ -248,6 +227,25 @@ def _openapi_body(what: str) -> dict[str, Any]:
             "results": {"type": "array", "items": {"$ref": "#/components/schemas/CaseResult"}}
         },
     }
+    responses: dict[str, Any] = {
+        "200": {
+            "description": f"One result per case, exactly as {what} writes them: "
+            '`{"results": [...]}` for an array, NDJSON for NDJSON.',
+            "content": {
+                "application/json": {"schema": results},
+                NDJSON: {"schema": {"$ref": "#/components/schemas/CaseResult"}},
+            },
+        },
+        "400": {"description": "The body is not valid JSON."},
+        "413": {"description": "The body is over the size limit."},
+        "422": {"description": "The body is not an array of cases, or holds too many."},
+    }
+    if judged:
+        responses["502"] = {
+            "description": "The judge's endpoint refused (bad key, no credit). An NDJSON "
+            "reply has begun already: it is cut short after the results sent."
+        }
+        responses["503"] = _NO_JUDGE_RESPONSE[503]
     return {
         "requestBody": {
             "required": True,
@@ -257,39 +255,44 @@ def _openapi_body(what: str) -> dict[str, Any]:
                 NDJSON: {"schema": {"$ref": "#/components/schemas/Case"}},
             },
         },
-        "responses": {
-            "200": {
-                "description": f"One result per case, exactly as {what} writes them: "
-                '`{"results": [...]}` for an array, NDJSON for NDJSON.',
-                "content": {
-                    "application/json": {"schema": results},
-                    NDJSON: {"schema": {"$ref": "#/components/schemas/CaseResult"}},
-                },
-            },
-            "400": {"description": "The body is not valid JSON."},
-            "401": {"description": "A token is required and was missing or wrong."},
-            "413": {"description": "The body is over the size limit."},
-            "422": {"description": "The body is not an array of cases, or holds too many."},
-        },
+        "responses": responses,
     }
 
 
-def _publish_schemas(app: FastAPI) -> None:
-    """Put the published case and result schemas into the OpenAPI document."""
+def _publish_schemas(app: FastAPI, *, guarded: bool) -> None:
+    """Put the published case and result schemas into the OpenAPI document and, with a
+    token, the bearer scheme on every operation it guards (so /docs can send it)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
             return app.openapi_schema
         document = build()
-        components = document.setdefault("components", {}).setdefault("schemas", {})
+        components = document.setdefault("components", {})
+        schemas = components.setdefault("schemas", {})
         published: tuple[tuple[SchemaName, str], ...] = (("case", "Case"), ("result", "CaseResult"))
         for name, title in published:
             schema = _rebase(json_schema(name))
             for key, value in schema.pop("$defs", {}).items():
-                components.setdefault(key, value)
+                schemas.setdefault(key, value)
             schema.pop("$schema", None)
-            components[title] = schema
+            schemas[title] = schema
+        if guarded:
+            components["securitySchemes"] = {
+                "HTTPBearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": f"The token the service was started with ({TOKEN_ENV}).",
+                }
+            }
+            for path, operations in document["paths"].items():
+                if path in OPEN_PATHS:
+                    continue
+                for operation in operations.values():
+                    operation["security"] = [{"HTTPBearer": []}]
+                    operation["responses"]["401"] = {
+                        "description": "The bearer token is missing or wrong."
+                    }
         app.openapi_schema = document
         return document
 

@@ -16,9 +16,10 @@ import orjson
 from fastapi import HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
+from judge._calls import json_kind
 from judge._case import Case
 from judge._errors import CaseError
-from judge._loading import _iter_lines, parse_case
+from judge._loading import iter_stream, parse_case
 
 NDJSON = "application/x-ndjson"
 NDJSON_TYPES = frozenset((NDJSON, "application/jsonl", "application/x-jsonlines"))
@@ -35,18 +36,22 @@ class Limits:
 
 @dataclass(frozen=True)
 class Batch:
-    """The cases of one request, parsed lazily (`items()`), and how the reply is framed."""
+    """The cases of one request, parsed lazily (`items()`): NDJSON `body` lines, or the items
+    of a decoded JSON `array`."""
 
-    ndjson: bool
     source: str
-    body: bytes
+    body: bytes = b""
     array: list[Any] | None = None
+
+    @property
+    def ndjson(self) -> bool:
+        """Whether the cases came as NDJSON (and the results go back so)."""
+        return self.array is None
 
     def items(self) -> Iterator[Case | CaseError]:
         """Each case in order, or the `CaseError` standing in for it (named `source:line`)."""
         if self.array is None:
-            for _, item in _iter_lines(io.BytesIO(self.body), self.source):
-                yield item
+            yield from iter_stream(io.BytesIO(self.body), self.source)
             return
         for position, data in enumerate(self.array, start=1):
             try:
@@ -71,7 +76,7 @@ async def read_batch(request: Request, limits: Limits, source: str) -> Batch:
             else _count_lines(body)
         )
         _check_count(count, limits)
-        return Batch(ndjson=True, source=source, body=body)
+        return Batch(source=source, body=body)
     try:
         if len(body) > _PARSE_OFF_LOOP:
             data = await run_in_threadpool(orjson.loads, body)
@@ -86,11 +91,11 @@ async def read_batch(request: Request, limits: Limits, source: str) -> Batch:
     if not isinstance(data, list):
         raise HTTPException(
             422,
-            f"the body must be a JSON array of cases, got {_kind(data)}; to send one "
+            f"the body must be a JSON array of cases, got {json_kind(data)}; to send one "
             "case, wrap it in [...]",
         )
     _check_count(len(data), limits)
-    return Batch(ndjson=False, source=source, body=b"", array=data)
+    return Batch(source=source, array=data)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -127,13 +132,3 @@ def _check_count(count: int, limits: Limits) -> None:
 
 def _count_lines(body: bytes) -> int:
     return sum(1 for line in body.splitlines() if line.strip())
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "null" if value is None else "a number"

@@ -15,15 +15,7 @@ from pathlib import Path
 
 import httpx
 
-PROVIDER_KEYS = (
-    "JUDGE_BASE_URL",
-    "JUDGE_API_KEY",
-    "JUDGE_MODEL",
-    "OPENROUTER_API_KEY",
-    "OPENAI_API_KEY",
-    "JUDGE_CACHE_DIR",
-    "JUDGE_SERVICE_TOKEN",
-)
+from tests.helpers import PROVIDER_KEYS
 
 
 @dataclass

@@ -67,9 +67,6 @@ def test_assert_tool_calls_passes_and_returns_the_result() -> None:
             "no tool calls and no `expected` to grade them against",
             id="vacuous",
         ),
-        pytest.param(
-            {"tool_calls": 3}, PARIS, "InvalidCase at /response/tool_calls", id="unreadable"
-        ),
     ],
 )
 def test_assert_tool_calls_fails_with_a_readable_message(
@@ -78,6 +75,11 @@ def test_assert_tool_calls_fails_with_a_readable_message(
     with pytest.raises(AssertionError) as raised:
         assert_tool_calls(response, expected=expected, tools=TOOLS)
     assert message in str(raised.value)
+
+
+def test_assert_tool_calls_needs_the_tools() -> None:
+    with pytest.raises(TypeError, match="tools"):
+        assert_tool_calls([call("get_weather", {"city": "Paris"})], expected=PARIS)  # type: ignore[call-arg]
 
 
 def test_assert_tool_calls_message_lists_every_check() -> None:
@@ -242,8 +244,21 @@ def test_openevals_evaluator_grades_a_trajectory() -> None:
     assert wrong["score"] is False
     assert "WrongValue at /city" in wrong["comment"]
     unknown = evaluator(outputs=assistant(call("get_weather", {"city": "Lyon"})))
-    assert unknown["score"] is None
-    assert "not gradable" in unknown["comment"]
+    assert unknown["score"] is True  # no reference: the call is well formed, as elsewhere
+    assert "passed (no expected calls: well-formedness only)" in unknown["comment"]
+    broken = evaluator(outputs=assistant(call("get_weather", {"days": 2})))
+    assert broken["score"] is False
+    nothing = evaluator(outputs=assistant(content="Hello!"))
+    assert nothing["score"] is None
+    assert "not gradable" in nothing["comment"]
+
+
+def test_openevals_evaluator_without_tools_says_where_to_give_them() -> None:
+    evaluator = create_tool_call_evaluator()
+    with pytest.raises(ValueError, match=r"create_tool_call_evaluator\(tools=\.\.\.\)"):
+        evaluator(inputs={"messages": USER}, outputs=assistant(), reference_outputs=[])
+    offered_none = evaluator(inputs={"tools": []}, outputs=assistant(), reference_outputs=[])
+    assert offered_none["score"] is True
 
 
 def test_openevals_evaluator_reads_langchain_messages() -> None:
@@ -297,6 +312,39 @@ def test_langsmith_runs_the_evaluator_and_reads_its_result() -> None:
     assert "WrongValue" in (result.comment or "")
 
 
+# -- a case that cannot be read: failed, and said so, by every adapter ------------------------
+
+UNREADABLE = {"tool_calls": 3}  # not a list: /response/tool_calls
+
+
+def said_once(text: str) -> None:
+    assert "could not be read" in text
+    assert text.count("at /response/tool_calls") == 1, text
+
+
+def test_pytest_assertion_fails_an_unreadable_case() -> None:
+    with pytest.raises(AssertionError) as raised:
+        assert_tool_calls(UNREADABLE, expected=PARIS, tools=TOOLS)
+    said_once(str(raised.value))
+    assert "InvalidCase" in str(raised.value)
+
+
+def test_promptfoo_assertion_fails_an_unreadable_case() -> None:
+    graded = get_assert(UNREADABLE, promptfoo_context())
+    assert (graded["pass"], graded["score"]) == (False, 0.0)
+    said_once(graded["reason"])
+    without_expected = get_assert(UNREADABLE, promptfoo_context(expected_calls=None))
+    assert without_expected["pass"] is False
+
+
+def test_openevals_evaluator_fails_an_unreadable_case() -> None:
+    evaluator = create_tool_call_evaluator(tools=TOOLS)
+    for reference in (PARIS, None):
+        got = evaluator(outputs=UNREADABLE, reference_outputs=reference)
+        assert got["score"] is False, reference
+        said_once(got["comment"])
+
+
 # -- Inspect AI ---------------------------------------------------------------------------------
 
 
@@ -330,6 +378,8 @@ def test_inspect_scorer_in_a_real_eval_on_mockllm(tmp_path: Path) -> None:
         Sample(id="right", input="weather in Paris", target=json.dumps(PARIS)),
         Sample(id="wrong", input="weather in Paris", target=json.dumps(PARIS)),
         Sample(id="typed", input="weather in Paris", metadata={"expected_calls": PARIS}),
+        # expected calls without a name cannot be read: INCORRECT, not unscored
+        Sample(id="unreadable", input="weather", metadata={"expected_calls": [{"arguments": {}}]}),
     ]
     # With usage given, mockllm does not count tokens (tiktoken would download an encoding).
     usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
@@ -337,7 +387,12 @@ def test_inspect_scorer_in_a_real_eval_on_mockllm(tmp_path: Path) -> None:
         ModelOutput.for_tool_call("mockllm/model", "get_weather", arguments).model_copy(
             update={"usage": usage}
         )
-        for arguments in ({"city": "Paris"}, {"city": "Lyon"}, {"city": "Paris", "days": "2"})
+        for arguments in (
+            {"city": "Paris"},
+            {"city": "Lyon"},
+            {"city": "Paris", "days": "2"},
+            {"city": "Paris"},
+        )
     ]
     model = get_model("mockllm/model", custom_outputs=outputs)
     task = Task(
@@ -348,8 +403,16 @@ def test_inspect_scorer_in_a_real_eval_on_mockllm(tmp_path: Path) -> None:
     (log,) = eval(task, model=model, log_dir=str(tmp_path), display="none", max_samples=1)
     assert log.status == "success", log.error
     scores = {s.id: (s.scores or {})["tool_call_scorer"] for s in log.samples or []}
-    assert {k: v.value for k, v in scores.items()} == {"right": "C", "wrong": "I", "typed": "I"}
+    assert {k: v.value for k, v in scores.items()} == {
+        "right": "C",
+        "wrong": "I",
+        "typed": "I",
+        "unreadable": "I",
+    }
     assert "WrongValue at /city" in (scores["wrong"].explanation or "")
     assert "SchemaMismatch at /days" in (scores["typed"].explanation or "")
+    unreadable = scores["unreadable"].explanation or ""
+    assert "could not be read" in unreadable
+    assert unreadable.count("at /expected_calls/0/name") == 1, unreadable
     assert scores["right"].metadata and scores["right"].metadata["passed"] is True
-    assert log.results and log.results.scores[0].metrics["accuracy"].value == pytest.approx(1 / 3)
+    assert log.results and log.results.scores[0].metrics["accuracy"].value == pytest.approx(1 / 4)

@@ -128,6 +128,23 @@ OPENAI_CALL = call("get_weather", {"city": "Paris"})
             },
             id="expected-matchers",
         ),
+        pytest.param(
+            {"expected_calls": [{"function": "str", "name": "get_weather"}]},
+            id="expected-function-not-an-object-is-ignored",
+        ),
+        pytest.param(
+            {"expected_calls": [{"name": "get_weather", "arguments": ' \n{"city": "Paris"}'}]},
+            id="expected-arguments-text-with-whitespace",
+        ),
+        pytest.param({"response": {"type": "message", "output": []}}, id="typed-message-output"),
+        pytest.param(
+            {
+                "tools": [
+                    {"function": {"name": "get_weather", "parameters": None, "input_schema": "x"}}
+                ]
+            },
+            id="parameters-win-over-input-schema",
+        ),
         pytest.param({"id": 7}, id="numeric-id"),
         pytest.param({"id": None, "name": "seed-style"}, id="name-for-id"),
         pytest.param({"id": None}, id="no-id"),
@@ -163,6 +180,31 @@ def test_every_shape_the_loader_accepts_fits_the_schema(fields: dict[str, Any]) 
         pytest.param({"tools": {"name": "t"}}, id="tools-object"),
         pytest.param({"expected_calls": [{"arguments": {}}]}, id="expected-without-name"),
         pytest.param({"expected_calls": {"name": "t"}}, id="expected-object"),
+        pytest.param(
+            {"expected_calls": [{"name": "get_weather", "arguments": "[1]"}]},
+            id="expected-arguments-text-not-an-object",
+        ),
+        pytest.param(
+            {"expected_calls": [{"name": "get_weather", "arguments": "null"}]},
+            id="expected-arguments-text-null",
+        ),
+        pytest.param(
+            {"expected_calls": [{"name": "get_weather", "arguments": {"city": {"$any": "x"}}}]},
+            id="matcher-any-not-a-list",
+        ),
+        pytest.param(
+            {"expected_calls": [{"name": "get_weather", "arguments": {"city": {"$optional": 1}}}]},
+            id="matcher-optional-not-a-boolean",
+        ),
+        pytest.param(
+            {
+                "expected_calls": [
+                    {"name": "get_weather", "arguments": {"city": {"$any": ["x"], "case": 0}}}
+                ]
+            },
+            id="matcher-unknown-key",
+        ),
+        pytest.param({"tools": [{"name": "t", "function": "x"}]}, id="tool-function-text"),
         pytest.param({"expected_behavior": "maybe"}, id="unknown-behavior"),
         pytest.param({"labels": {"selection": "fine"}}, id="unknown-label"),
         pytest.param({"id": True}, id="boolean-id"),

@@ -4,18 +4,26 @@ bad bodies, limits, auth, the judge's cache and calibration gate."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import click
+import h11
 import httpx
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
+from judge import create_app
 from judge._calibration import CalibrationRecord, fingerprint_sha256
+from judge._cli_service import parse_size
+from judge._cli_service import serve_command as serve_cli
 from judge.cli import main
 from tests.chat_server import ChatServer, Reply, answer, serving
 from tests.helpers import call, case
@@ -23,8 +31,9 @@ from tests.service_process import Service, free_port, judge_service, serve_comma
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases.jsonl"
 NDJSON = {"Content-Type": "application/x-ndjson"}
-MAX_CASES = 40
-MAX_BYTES = 64 * 1024
+MAX_CASES = 200
+MAX_BYTES = 256 * 1024
+CHUNK = 64  # check results per NDJSON write
 
 
 def paris(case_id: str, city: str = "Paris", user: str = "weather in Paris") -> dict[str, Any]:
@@ -127,15 +136,47 @@ def test_check_ndjson_is_byte_for_byte_the_cli_output(client: httpx.Client, tmp_
     assert bad[1]["failures"][0]["kind"] == "InvalidCase"
 
 
-def test_ndjson_results_stream_in_chunks(client: httpx.Client) -> None:
-    body = ndjson([paris(f"p{i}", city="Paris" if i % 2 else "Lyon") for i in range(MAX_CASES)])
+def http_chunks(url: str, path: str, body: bytes) -> list[bytes]:
+    """POST NDJSON and return the body as the chunks the server wrote (HTTP/1.1 chunked
+    encoding, read with h11 on a plain socket, so no client buffering blurs them)."""
+    where = urlsplit(url)
+    assert where.hostname is not None and where.port is not None
+    http = h11.Connection(our_role=h11.CLIENT)
+    headers = [
+        ("Host", f"{where.hostname}:{where.port}"),
+        ("Content-Type", "application/x-ndjson"),
+        ("Content-Length", str(len(body))),
+    ]
     chunks: list[bytes] = []
-    with client.stream("POST", "/v1/check", content=body, headers=NDJSON) as reply:
-        assert reply.status_code == 200
-        assert reply.headers.get("transfer-encoding") == "chunked"
-        chunks.extend(reply.iter_raw())
+    current = b""
+    with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
+        sock.sendall(http.send(h11.Request(method="POST", target=path, headers=headers)) or b"")
+        sock.sendall(http.send(h11.Data(data=body)) or b"")
+        sock.sendall(http.send(h11.EndOfMessage()) or b"")
+        while True:
+            event = http.next_event()
+            if event is h11.NEED_DATA:
+                http.receive_data(sock.recv(65536))
+            elif isinstance(event, h11.Response):
+                assert event.status_code == 200
+                assert (b"transfer-encoding", b"chunked") in event.headers
+            elif isinstance(event, h11.Data):
+                current += event.data
+                if event.chunk_end:
+                    chunks.append(current)
+                    current = b""
+            elif isinstance(event, h11.EndOfMessage):
+                return chunks
+
+
+def test_ndjson_check_results_are_written_in_chunks_of_64(service: Service) -> None:
+    count = 3 * CHUNK + 8
+    rows = [paris(f"p{i}", city="Paris" if i % 2 else "Lyon") for i in range(count)]
+    chunks = http_chunks(service.url, "/v1/check", ndjson(rows))
+    assert [chunk.count(b"\n") for chunk in chunks] == [CHUNK, CHUNK, CHUNK, 8]
+    assert all(chunk.endswith(b"\n") for chunk in chunks)  # whole lines only
     results = [json.loads(line) for line in b"".join(chunks).splitlines()]
-    assert [r["id"] for r in results] == [f"p{i}" for i in range(MAX_CASES)]
+    assert [r["id"] for r in results] == [f"p{i}" for i in range(count)]
     assert [r["passed"] for r in results[:2]] == [False, True]
 
 
@@ -174,7 +215,7 @@ def test_a_bad_case_in_a_batch_is_a_result_not_an_error(client: httpx.Client) ->
             "kind": "InvalidCase",
             "path": "/response",
             "message": "request:2 (case 'b') at /response: expected a message, a list of "
-            "calls or text, got int",
+            "calls or text, got a number",
         }
     ]
     assert number["id"] == "request:3"
@@ -225,7 +266,11 @@ def test_a_body_over_the_size_limit_gets_413(client: httpx.Client) -> None:
 def test_healthz_rubrics_and_docs(client: httpx.Client) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     rubrics = client.get("/v1/rubrics").json()
-    assert [r["dimension"] for r in rubrics["rubrics"]] == ["selection", "arguments", "trajectory"]
+    # Exactly the rubrics the judge asks with: no trajectory rubric unless --trajectory.
+    assert [r["dimension"] for r in rubrics["rubrics"]] == ["selection", "arguments"]
+    assert [r["name"] for r in rubrics["rubrics"]] == [
+        r["name"] for r in rubrics["judge"]["rubrics"]
+    ]
     assert rubrics["judge"]["model"] == "m"
     assert rubrics["trusted"] is None
     document = client.get("/openapi.json").json()
@@ -233,6 +278,11 @@ def test_healthz_rubrics_and_docs(client: httpx.Client) -> None:
     body = document["paths"]["/v1/check"]["post"]["requestBody"]["content"]
     assert body["application/json"]["schema"]["items"] == {"$ref": "#/components/schemas/Case"}
     assert "ResponseInput" in document["components"]["schemas"]
+    grade = document["paths"]["/v1/grade"]["post"]["responses"]
+    assert {"200", "400", "413", "422", "502", "503"} <= set(grade)
+    assert "503" in document["paths"]["/v1/rubrics"]["get"]["responses"]
+    assert "502" not in document["paths"]["/v1/check"]["post"]["responses"]
+    assert "securitySchemes" not in document["components"]  # no token, no scheme
     assert "swagger" in client.get("/docs").text.lower()
 
 
@@ -309,6 +359,58 @@ def test_grade_ndjson_streams_each_result_as_it_finishes(
     assert arrived[0][1] < 1.5 <= arrived[1][1]
 
 
+def refuse_marked(body: dict[str, Any]) -> Reply:
+    """Refuse (401: a bad key) the questions about cases marked REFUSE, a second late;
+    answer the others at once."""
+    if any("REFUSE" in str(m.get("content")) for m in body["messages"]):
+        return Reply(status=401, body={"error": {"message": "bad key"}}, delay=1.0)
+    return answer(body)
+
+
+@pytest.mark.parametrize(
+    ("rows", "delivered"),
+    [
+        pytest.param(
+            [{"id": "bad", "tools": 1}, paris("refused", user="weather in Paris REFUSE")],
+            {"bad"},
+            id="only-a-bad-case-before",
+        ),
+        pytest.param(
+            [
+                paris("judged", user="weather in Paris, judged before the cut"),
+                {"id": "bad", "tools": 1},
+                paris("refused", user="weather in Paris REFUSE"),
+            ],
+            {"judged", "bad"},
+            id="a-judged-and-a-bad-case-before",
+        ),
+    ],
+)
+def test_a_grade_stream_cut_by_the_endpoint_keeps_the_results_before(
+    client: httpx.Client,
+    script: ChatServer,
+    service: Service,
+    rows: list[dict[str, Any]],
+    delivered: set[str],
+) -> None:
+    script.default = refuse_marked
+    got: dict[str, dict[str, Any]] = {}
+    with (
+        pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"),
+        client.stream("POST", "/v1/grade", content=ndjson(rows), headers=NDJSON) as reply,
+    ):
+        assert reply.status_code == 200
+        for line in reply.iter_lines():
+            result = json.loads(line)
+            got[result["id"]] = result
+    assert set(got) == delivered  # the cut is visible: the body never completes
+    assert got["bad"]["failures"][0]["kind"] == "InvalidCase"
+    log = service.log()
+    assert log.count("NDJSON stream cut short") >= 1
+    assert "rejected the API key" in log
+    assert "Traceback" not in log  # logged once, as one line
+
+
 def test_an_endpoint_that_refuses_the_judge_gets_502(
     client: httpx.Client, script: ChatServer
 ) -> None:
@@ -324,7 +426,14 @@ def test_an_endpoint_that_refuses_the_judge_gets_502(
 def test_a_token_guards_everything_but_healthz(chat: ChatServer, tmp_path: Path) -> None:
     with (
         judge_service(
-            "--base-url", chat.url, "--model", "m", "--cache-dir", str(tmp_path), token="s3cret"
+            "--base-url",
+            chat.url,
+            "--model",
+            "m",
+            "--cache-dir",
+            str(tmp_path),
+            "--trajectory",
+            token="s3cret",
         ) as running,
         httpx.Client(base_url=running.url) as http,
     ):
@@ -344,6 +453,22 @@ def test_a_token_guards_everything_but_healthz(chat: ChatServer, tmp_path: Path)
         reply = http.post("/v1/check", json=[paris("a")], headers=good)
         assert reply.status_code == 200
         assert reply.json()["results"][0]["passed"] is True
+        rubrics = http.get("/v1/rubrics", headers=good).json()["rubrics"]
+        assert [r["dimension"] for r in rubrics] == ["selection", "arguments", "trajectory"]
+        document = http.get("/openapi.json", headers=good).json()
+    # The docs declare the scheme, so /docs (and generated clients) send the token.
+    assert document["components"]["securitySchemes"] == {
+        "HTTPBearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The token the service was started with (JUDGE_SERVICE_TOKEN).",
+        }
+    }
+    for path in ("/v1/check", "/v1/grade"):
+        operation = document["paths"][path]["post"]
+        assert operation["security"] == [{"HTTPBearer": []}]
+        assert "401" in operation["responses"]
+    assert "security" not in document["paths"]["/healthz"]["get"]
 
 
 # -- the calibration gate ------------------------------------------------------------------------
@@ -408,11 +533,6 @@ def test_forced_past_the_gate_every_verdict_is_untrusted(chat: ChatServer, tmp_p
     assert reply.json()["results"][0]["judge"]["trusted"] is False
 
 
-def test_serve_and_schema_are_registered_commands() -> None:
-    names = CliRunner().invoke(main, ["--help"]).output
-    assert "serve" in names and "schema" in names
-
-
 def test_match_and_env_grade_trajectories_as_judge_check_does(tmp_path: Path) -> None:
     refunds = EXAMPLES.parent / "refunds"
     options = (
@@ -434,3 +554,48 @@ def test_match_and_env_grade_trajectories_as_judge_check_does(tmp_path: Path) ->
     got = [json.loads(line) for line in reply.text.splitlines()]
     assert got == expected
     assert all(r["trajectory"]["mode"] == "unordered" and r["final_state"] for r in got)
+
+
+# -- options and the app factory ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "size"),
+    [
+        ("1048576", 1048576),
+        ("100b", 100),
+        ("512K", 512 * 1024),
+        ("2 kb", 2 * 1024),
+        ("32M", 32 * 1024**2),
+        ("32MiB", 32 * 1024**2),
+        ("1g", 1024**3),
+    ],
+)
+def test_sizes_take_binary_units(given: str, size: int) -> None:
+    option = next(p for p in serve_cli.params if p.name == "max_request_bytes")
+    assert parse_size(click.Context(serve_cli), option, given) == size
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("1.5M", "is not a size"),
+        ("12Q", "is not a size"),
+        ("M", "is not a size"),
+        ("-1", "is not a size"),
+        ("0", "must be at least 1 byte"),
+    ],
+)
+def test_a_bad_size_is_a_usage_error(given: str, says: str) -> None:
+    done = CliRunner().invoke(main, ["serve", "--max-request-bytes", given])
+    assert done.exit_code == 2
+    assert "--max-request-bytes" in done.output
+    assert says in done.output
+
+
+def test_an_app_without_a_judge_checks_and_answers_503_for_the_judge() -> None:
+    with TestClient(create_app()) as http:
+        assert http.post("/v1/check", json=[paris("a")]).json()["results"][0]["passed"] is True
+        for reply in (http.post("/v1/grade", json=[paris("a")]), http.get("/v1/rubrics")):
+            assert reply.status_code == 503
+            assert reply.json()["detail"] == "this service runs no judge"

@@ -1,4 +1,5 @@
-"""What every adapter shares: build a case from a harness's pieces, check it, describe it."""
+"""What every adapter shares: build a case from a harness's pieces, check it, give the verdict
+and describe it."""
 
 from __future__ import annotations
 
@@ -6,10 +7,8 @@ from typing import Any
 
 import orjson
 
-from judge._check import check_case, invalid_case_result
-from judge._errors import CaseError
-from judge._loading import parse_case
-from judge._result import CaseResult
+from judge._check import iter_check
+from judge._result import CaseResult, FailureKind
 from judge._values import Rules
 
 CHECKS = ("tool_selection", "schema_valid", "argument_values")
@@ -18,28 +17,39 @@ CHECKS = ("tool_selection", "schema_valid", "argument_values")
 def check_calls(
     response: Any,
     *,
-    tools: Any = None,
+    tools: Any,
     expected_calls: Any = None,
     messages: Any = None,
     case_id: str = "case",
     rules: Rules | None = None,
-    source: str = "<adapter>",
 ) -> CaseResult:
-    """The deterministic result for one response; a piece that cannot be read becomes an
-    `InvalidCase` failure, as in `judge check`."""
+    """The deterministic result for one response, exactly as `judge check` grades the case;
+    a piece that cannot be read becomes an `InvalidCase` failure."""
     data: dict[str, Any] = {
         "id": case_id,
         "messages": messages or [],
-        "tools": tools or [],
+        "tools": tools,
         "response": response,
     }
     if expected_calls is not None:
         data["expected_calls"] = expected_calls
-    try:
-        case = parse_case(data, source=source, line=None)
-    except CaseError as exc:
-        return invalid_case_result(exc)
-    return check_case(case, rules=rules)
+    return next(iter_check([data], rules=rules))
+
+
+def verdict(result: CaseResult) -> bool | None:
+    """Pass or fail, the same in every adapter: `passed` when there are expected calls; else
+    False when something is wrong (a case that cannot be read, a broken call); else
+    whether the calls are well formed; None when there is nothing to grade at all."""
+    if result.passed is not None:
+        return result.passed
+    if result.failures:
+        return False
+    return result.schema_valid
+
+
+def unreadable(result: CaseResult) -> bool:
+    """Whether the case could not be read (so no check ran)."""
+    return any(f.kind is FailureKind.INVALID_CASE for f in result.failures)
 
 
 def maybe_json(value: Any) -> Any:
@@ -54,15 +64,22 @@ def maybe_json(value: Any) -> Any:
 
 def describe(result: CaseResult) -> str:
     """A readable account: the verdict, each check, each failure with its call and path."""
-    if result.passed is not None:
-        verdict = "passed" if result.passed else "failed"
+    passed = verdict(result)
+    if unreadable(result):
+        state = "could not be read"
+    elif passed is None:
+        state = "not gradable (no calls, no expected calls)"
     else:
-        verdict = "not gradable (no expected calls)"
+        state = "passed" if passed else "failed"
+        if result.passed is None:
+            state += " (no expected calls: well-formedness only)"
     checks = ", ".join(f"{name}={_show(getattr(result, name))}" for name in CHECKS)
-    lines = [f"case {result.id!r} {verdict}: {checks}"]
+    lines = [f"case {result.id!r} {state}: {checks}"]
     for failure in result.failures:
         where = "case" if failure.call is None else f"call {failure.call}"
-        at = f" at {failure.path}" if failure.path else ""
+        # A case that cannot be read names its pointer in the message already.
+        named = f" at {failure.path}:" in failure.message
+        at = f" at {failure.path}" if failure.path and not named else ""
         lines.append(f"  - {where}: {failure.kind.value}{at}: {failure.message}")
     return "\n".join(lines)
 

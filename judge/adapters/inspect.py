@@ -12,8 +12,9 @@ made, against the tools the task offered.
 
 The expected calls are `metadata["expected_calls"]`, else the target as JSON (`[]`: no call).
 With neither, only well-formedness can be graded: the score is CORRECT / INCORRECT on
-`schema_valid`, or unscored when there are no calls either. The full result is the score's
-metadata; failures are its explanation.
+`schema_valid`, or unscored when there are no calls either. A sample whose pieces cannot be
+read (malformed expected calls, say) is INCORRECT. The full result is the score's metadata;
+failures are its explanation.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.tool import ToolDef, ToolInfo
 
 from judge._values import Rules
-from judge.adapters._grading import check_calls, describe
+from judge.adapters._grading import check_calls, describe, verdict
 
 
 @scorer(metrics=[accuracy(), stderr()])
@@ -63,11 +64,10 @@ def tool_call_scorer(rules: Rules | None = None) -> Scorer:
             ],
             case_id=str(state.sample_id),
             rules=rules,
-            source="<inspect>",
         )
         answer = ", ".join(c["name"] for c in calls) or "(no call)"
-        verdict = result.passed if result.passed is not None else result.schema_valid
-        if verdict is None:
+        passed = verdict(result)
+        if passed is None:
             return Score.unscored(
                 reason="nothing to grade: no calls and no expected calls",
                 answer=answer,
@@ -75,7 +75,7 @@ def tool_call_scorer(rules: Rules | None = None) -> Scorer:
                 metadata=result.to_json_dict(),
             )
         return Score(
-            value=CORRECT if verdict else INCORRECT,
+            value=CORRECT if passed else INCORRECT,
             answer=answer,
             explanation=describe(result),
             metadata=result.to_json_dict(),

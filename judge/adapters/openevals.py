@@ -13,7 +13,10 @@ comment}`, like openevals' own trajectory match evaluators.
 `outputs` is an OpenAI (or LangChain) assistant message, a list of messages, `{"messages":
 [...]}`, or any response shape `judge check` reads. `reference_outputs` is the expected calls,
 `{"expected_calls": [...]}`, or a reference trajectory of messages (its tool calls are expected);
-absent means unknown, so only well-formedness is graded and `score` is None.
+absent means unknown, so only well-formedness is graded: `score` says whether the calls are well
+formed, and is None when there are no calls either. A case that cannot be read scores False.
+The tools offered come from the factory (`tools=`) or `inputs["tools"]`; with neither, the
+evaluator raises `ValueError`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from judge._values import Rules
-from judge.adapters._grading import check_calls, describe
+from judge.adapters._grading import check_calls, describe, verdict
 
 Evaluator = Callable[..., dict[str, Any]]
 
@@ -31,7 +34,8 @@ def create_tool_call_evaluator(
     *, tools: Any = None, rules: Rules | None = None, key: str = "tool_calls"
 ) -> Evaluator:
     """An evaluator that grades the tool calls in `outputs` against `reference_outputs`.
-    `tools` (OpenAI, Responses or Anthropic form) may also come in `inputs["tools"]`."""
+    `tools` (OpenAI, Responses or Anthropic form; `[]`: none offered) may instead come in
+    each call's `inputs["tools"]`."""
 
     def evaluator(
         *,
@@ -41,19 +45,25 @@ def create_tool_call_evaluator(
         **kwargs: Any,
     ) -> dict[str, Any]:
         given = inputs if isinstance(inputs, dict) else {}
+        offered = tools if tools is not None else given.get("tools")
+        if offered is None:
+            raise ValueError(
+                f"evaluator {key!r}: no tools to grade the calls against; pass "
+                "create_tool_call_evaluator(tools=...) or inputs={'tools': [...], ...} "
+                "([] when no tool was offered)"
+            )
         messages = _messages(inputs)
         result = check_calls(
             _response(outputs),
-            tools=tools if tools is not None else given.get("tools"),
+            tools=offered,
             expected_calls=_expected(reference_outputs),
             messages=[m for m in messages or [] if isinstance(m, dict)],
             case_id=str(given.get("id", key)),
             rules=rules,
-            source="<openevals>",
         )
         return {
             "key": key,
-            "score": result.passed,
+            "score": verdict(result),
             "comment": describe(result),
             "metadata": result.to_json_dict(),
         }

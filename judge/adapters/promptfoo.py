@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judge.adapters._grading import CHECKS, check_calls, describe, maybe_json
+from judge.adapters._grading import CHECKS, check_calls, describe, maybe_json, verdict
 
 
 def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,16 +42,10 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
         expected_calls=setting("expected_calls"),
         messages=messages,
         case_id=str(variables.get("id") or context.get("test", {}).get("description") or "case"),
-        source="<promptfoo>",
     )
     named = {name: float(value) for name in CHECKS if (value := getattr(result, name)) is not None}
-    if result.passed is not None:
-        passed = result.passed
-    elif result.schema_valid is not None and not result.failures:
-        passed = result.schema_valid  # no expected calls: well-formedness is all there is
-    elif result.failures:
-        passed = False  # the case could not be read, or its calls are broken
-    else:
+    passed = verdict(result)
+    if passed is None:
         reason = (
             "nothing to grade: no tool calls, and no expected_calls in the assertion's "
             "config or the test's vars ([] asserts that no tool is called)"

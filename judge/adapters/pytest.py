@@ -1,4 +1,4 @@
-"""A pytest helper: `assert_tool_calls(response, expected=..., tools=...)`.
+"""A pytest helper: `assert_tool_calls(response, tools=..., expected=...)`.
 
     from judge.adapters.pytest import assert_tool_calls
 
@@ -16,21 +16,22 @@ from typing import Any
 
 from judge._result import CaseResult
 from judge._values import Rules
-from judge.adapters._grading import check_calls, describe
+from judge.adapters._grading import check_calls, describe, verdict
 
 
 def assert_tool_calls(
     response: Any,
     *,
+    tools: Any,
     expected: Any = None,
-    tools: Any = None,
     messages: Any = None,
     rules: Rules | None = None,
     case_id: str = "assert_tool_calls",
 ) -> CaseResult:
-    """Fail unless the response's calls are well formed for `tools` and match `expected`
-    (`[]`: no call at all). Without `expected`, only well-formedness is asserted, and a
-    response with no calls fails rather than passing vacuously. Returns the result."""
+    """Fail unless the response's calls are well formed for `tools` (the tools the model was
+    offered; `[]`: none) and match `expected` (`[]`: no call at all). Without `expected`,
+    only well-formedness is asserted, and a response with no calls fails rather than passing
+    vacuously. Returns the result."""
     __tracebackhide__ = True
     result = check_calls(
         response,
@@ -40,11 +41,10 @@ def assert_tool_calls(
         case_id=case_id,
         rules=rules,
     )
-    if result.passed is True:
+    passed = verdict(result)
+    if passed is True:
         return result
-    if result.passed is None and result.schema_valid is True and not result.failures:
-        return result
-    if result.passed is None and result.schema_valid is None and not result.failures:
+    if passed is None:
         raise AssertionError(
             f"case {case_id!r}: no tool calls and no `expected` to grade them against; "
             "pass expected=[] to assert that no tool is called"
