@@ -101,15 +101,20 @@ __all__ = [
     "json_equal",
     "json_schema",
     "create_app",
+    "Limits",
     "load_cases",
     "load_rubrics",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # The HTTP service's factory is imported on first use: checking cases needs no FastAPI.
+    # The HTTP service is imported on first use: checking cases needs no FastAPI.
     if name == "create_app":
         from judge._service import create_app
 
         return create_app
+    if name == "Limits":
+        from judge._service_body import Limits
+
+        return Limits
     raise AttributeError(f"module 'judge' has no attribute {name!r}")

@@ -4,7 +4,6 @@ per dimension, with Cohen's kappa and a seeded bootstrap interval; and the recor
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from judge._cache import cache_key
 from judge._case import Case
 from judge._errors import JudgeError
 from judge._result import CaseResult
@@ -92,7 +92,7 @@ class GateRefusal(JudgeError):
 
 
 def fingerprint_sha256(fingerprint: dict[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(fingerprint, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return cache_key(fingerprint)
 
 
 def judge_verdict(result: CaseResult, dimension: Dimension) -> tuple[str | None, str]:

@@ -116,6 +116,42 @@ def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def calibration_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--calibration, --strict and --force: the gate of every command that runs a judge."""
+    options = [
+        click.option(
+            "--calibration",
+            type=click.Path(dir_okay=False),
+            help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from "
+            "the calibrated one or whose kappa is under the record's threshold.",
+        ),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="With --calibration: the kappa's 95% interval lower bound must clear it.",
+        ),
+        click.option(
+            "--force",
+            is_flag=True,
+            help="With --calibration: run anyway, every verdict marked trusted: false.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def stack_options(*options: Callable[..., Any]) -> Callable[..., Any]:
+    """One decorator applying click options in the order given (the first listed first)."""
+
+    def apply(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
 def make_judge(options: dict[str, Any]) -> Judge:
     extra = options.pop("extra_body")
     try:
@@ -143,11 +179,11 @@ def judge_for(
         click.echo(f"judge {command}: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     if calibration is not None:
-        judge.trusted = _gate(judge, calibration, strict=strict, force=force, command=command)
+        judge.trusted = gate_judge(judge, calibration, strict=strict, force=force, command=command)
     return judge
 
 
-def _gate(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
+def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
     """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
     try:
         record = load_record(path)

@@ -198,12 +198,18 @@ def sample_command(cases: str, size: int, stratify: str, seed: int, output: str)
 
     try:
         raw, loaded = read_lines(cases)
-        chosen = draw(loaded, size, [f.strip() for f in stratify.split(",") if f.strip()], seed)
+        drawn = draw(loaded, size, [f.strip() for f in stratify.split(",") if f.strip()], seed)
     except (JudgeError, ValueError) as exc:
         click.echo(f"judge sample: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    Path(output).write_bytes(b"".join(raw[i] + b"\n" for i in chosen))
-    click.echo(f"{len(chosen)} of {len(loaded)} cases -> {output}")
+    if drawn.left_out:
+        click.echo(
+            f"judge sample: warning: {drawn.strata} strata for --n {size}: {drawn.left_out} "
+            "strata have no case in the sample (raise --n, or stratify by fewer fields)",
+            err=True,
+        )
+    Path(output).write_bytes(b"".join(raw[i] + b"\n" for i in drawn.indices))
+    click.echo(f"{len(drawn.indices)} of {len(loaded)} cases -> {output}")
 
 
 @click.command("bfcl")

@@ -7,12 +7,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import openai
 from openai.types.chat import ChatCompletion
 
 from judge._errors import JudgeError
-from judge._retry import RateGate, RetryPolicy, call_with_retries, is_quota_exhausted
+from judge._retry import (
+    RateGate,
+    RetryPolicy,
+    call_with_retries,
+    is_quota_exhausted,
+    is_retryable,
+)
 
 ResponseFormat = Literal["json_schema", "json_object", "tool"]
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -52,7 +59,8 @@ def resolve_endpoint(
     """The endpoint from flags, then the environment; None means the embedded local judge.
 
     `JUDGE_BASE_URL` / `JUDGE_API_KEY` / `JUDGE_MODEL` name any OpenAI-compatible endpoint;
-    otherwise `OPENROUTER_API_KEY` selects OpenRouter and `OPENAI_API_KEY` OpenAI.
+    otherwise `OPENROUTER_API_KEY` selects OpenRouter and `OPENAI_API_KEY` OpenAI. A provider's
+    own key goes only to that provider's host: a custom URL gets `api_key` or `JUDGE_API_KEY`.
     """
     env = os.environ if env is None else env
     if model == "local":
@@ -61,9 +69,9 @@ def resolve_endpoint(
     base_url = base_url or env.get("JUDGE_BASE_URL") or None
     api_key = api_key or env.get("JUDGE_API_KEY") or None
     if base_url:
-        provider = "openrouter" if "openrouter.ai" in base_url else "custom"
-        key = api_key or (env.get("OPENROUTER_API_KEY") if provider == "openrouter" else None)
-        key = key or env.get("OPENAI_API_KEY") or "not-needed"
+        provider = _provider_of(base_url)
+        own_key = {"openrouter": "OPENROUTER_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
+        key = api_key or (env.get(own_key) if own_key else None) or "not-needed"
         if not model:
             if provider == "custom":
                 raise JudgeError(
@@ -78,15 +86,25 @@ def resolve_endpoint(
             provider="openrouter",
             api_key=env["OPENROUTER_API_KEY"],
         )
-    key = api_key or env.get("OPENAI_API_KEY")
-    if key:
+    openai_key = api_key or env.get("OPENAI_API_KEY")
+    if openai_key:
         return Endpoint(
             base_url=OPENAI_URL,
             model=model or DEFAULT_MODELS["openai"],
             provider="openai",
-            api_key=key,
+            api_key=openai_key,
         )
     return None
+
+
+def _provider_of(base_url: str) -> str:
+    """`openrouter` or `openai` when the URL's host is theirs (not merely names it), else
+    `custom`."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    for provider, domain in (("openrouter", "openrouter.ai"), ("openai", "api.openai.com")):
+        if host == domain or host.endswith("." + domain):
+            return provider
+    return "custom"
 
 
 @dataclass(frozen=True)
@@ -257,17 +275,17 @@ def _classify_failure(exc: openai.APIStatusError, endpoint: Endpoint) -> JudgeEr
             f"the judge endpoint {where} has no such model or route: "
             f"check --model and --base-url. {detail}"
         )
-    if is_quota_exhausted(exc):
+    if exc.status_code == 402 or is_quota_exhausted(exc):
         return JudgeEndpointError(
-            f"the judge endpoint {where} says the quota is exhausted: "
-            f"add credit or use another key. {detail}"
+            f"the judge endpoint {where} says the credit or quota is exhausted "
+            f"({exc.status_code}): add credit or use another key. {detail}"
         )
-    if exc.status_code in (400, 422):
+    if is_retryable(exc):
         return JudgeRequestError(
-            f"the judge endpoint rejected the request ({exc.status_code}): {detail}"
+            f"the judge endpoint kept failing ({exc.status_code}), retries exhausted: {detail}"
         )
     return JudgeRequestError(
-        f"the judge endpoint kept failing ({exc.status_code}), retries exhausted: {detail}"
+        f"the judge endpoint rejected the request ({exc.status_code}): {detail}"
     )
 
 

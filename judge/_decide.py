@@ -14,6 +14,7 @@ from judge._verdict import (
     SelectionCategory,
     SelectionLabel,
     SelectionVerdict,
+    TrajectoryVerdict,
 )
 
 DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
@@ -23,7 +24,7 @@ DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
 }
 
 
-V = TypeVar("V", SelectionVerdict, ArgumentVerdict)
+V = TypeVar("V", SelectionVerdict, ArgumentVerdict, TrajectoryVerdict)
 
 
 def majority(answers: list[V]) -> tuple[V, float]:

@@ -4,6 +4,7 @@ with a persistent cache, bounded concurrency, self-consistency samples and prove
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Container, Iterable
 from dataclasses import dataclass, field
@@ -92,6 +93,8 @@ class Plan:
     prompt_tokens: int = 0
     """Estimated at four characters a token."""
     by_dimension: Counter[str] = field(default_factory=Counter)
+    unrenderable: int = 0
+    """Cases a rubric cannot render: grading records `judge_error` for them, asking nothing."""
 
 
 class Judge:
@@ -194,12 +197,31 @@ class Judge:
         return refs
 
     def fingerprint(self) -> dict[str, Any]:
-        """Everything about the judge that could change a verdict (no key, ever): what a
-        calibration record is bound to. The structured-output choice is recorded as asked
-        (`auto` stays `auto`), so a run that steps down keeps its fingerprint."""
+        """Everything about the judge that could change a selection or arguments verdict (no
+        key, ever): what a calibration record is bound to. Its rubrics are those two
+        dimensions' (what calibration measures; trajectory verdicts are never calibrated).
+        The structured-output choice is recorded as asked (`auto` stays `auto`), so a run
+        that steps down keeps its fingerprint."""
         found = self.provenance().model_dump(mode="json")
+        found["rubrics"] = [r.model_dump(mode="json") for r in self.rubrics.refs]
         found["response_format"] = self._format_choice
+        found["samples"] = self.samples
+        found["judge_broken"] = self.judge_broken
         return found
+
+    def differs_from(self, outcome: JudgeOutcome) -> list[str]:
+        """The settings in which `outcome` was judged otherwise than this judge would judge
+        it now (empty: the same judge): the provenance, and the number of samples."""
+        if outcome.provenance is None:
+            return ["provenance"]
+        mine, theirs = (
+            {**p.model_dump(mode="json"), "samples": n}
+            for p, n in ((self.provenance(), self.samples), (outcome.provenance, outcome.samples))
+        )
+        if self._format_choice == "auto":  # any format it may step down to is this judge's
+            mine.pop("response_format")
+            theirs.pop("response_format")
+        return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -268,10 +290,14 @@ class Judge:
         outbox: asyncio.Queue[tuple[int, CaseResult] | BaseException | None] = asyncio.Queue()
 
         async def feed() -> None:
-            for index, item in items:
-                if isinstance(item, Case) and item.id in skip:
-                    continue
-                await inbox.put((index, item))
+            try:
+                for index, item in items:
+                    if isinstance(item, Case) and item.id in skip:
+                        continue
+                    await inbox.put((index, item))
+            except Exception as exc:  # the cases cannot be read (a missing file): raised below
+                await outbox.put(exc)
+            # Not in `finally`: once cancelled, no worker is left to make room in the inbox.
             for _ in range(self._concurrency):
                 await inbox.put(None)
 
@@ -312,6 +338,7 @@ class Judge:
             outcome = JudgeOutcome(
                 status="skipped",
                 error="the case has no response to judge",
+                samples=self.samples,
                 provenance=self.provenance(),
             )
             return checked.model_copy(update={"judge": outcome})
@@ -320,6 +347,7 @@ class Judge:
         except (TemplateError, ShapeError) as exc:  # a case a rubric cannot render
             outcome = JudgeOutcome(
                 status="judge_error",
+                samples=self.samples,
                 provenance=self.provenance(),
                 error=f"the rubric cannot render this case: {exc}",
             )
@@ -436,14 +464,19 @@ class Judge:
             )
         return selection, derived, questions
 
-    async def plan(self, cases: Any) -> Plan:
-        """Count what grading `cases` would send, without sending anything."""
+    async def plan(self, *sources: Any) -> Plan:
+        """Count what grading the cases of every source would send, without sending anything."""
         plan = Plan()
-        for item in iter_cases(cases):
+        for item in itertools.chain.from_iterable(iter_cases(s) for s in sources):
             if not isinstance(item, Case) or item.response is None:
                 continue
             plan.cases += 1
-            for question in self.questions(item, self.check(item))[2]:
+            try:
+                questions = self.questions(item, self.check(item))[2]
+            except (TemplateError, ShapeError):  # grading gives this case `judge_error`
+                plan.unrenderable += 1
+                continue
+            for question in questions:
                 for sample in range(self.samples):
                     if self._cache and await self._cache.get(
                         self._key(question, sample, self._mode)
@@ -457,9 +490,12 @@ class Judge:
         return plan
 
     def _key(self, question: Question, sample: int, mode: ResponseFormat) -> str:
+        # The judge without its rubric list, and the one rubric asked: turning the trajectory
+        # rubric on, or editing another dimension's rubric, keeps this question's answers.
         return cache_key(
             {
-                "judge": self.provenance(mode).model_dump(mode="json"),
+                "judge": self.provenance(mode).model_dump(mode="json", exclude={"rubrics"}),
+                "rubric": question.rubric.ref.model_dump(mode="json"),
                 "messages": question.messages,
                 "schema": question.schema,
                 "sample": sample,

@@ -22,7 +22,7 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
     """Ask for the labels of every case not yet labelled. Returns (labelled now, left)."""
     raw, cases = read_lines(path)
     rows: list[dict[str, Any]] = [orjson.loads(line) for line in raw]
-    todo = [i for i, row in enumerate(rows) if relabel or not _done(row)]
+    todo = [i for i, row in enumerate(rows) if relabel or not _done(row, cases[i])]
     done_now = 0
     for position, index in enumerate(todo, start=1):
         row, case = rows[index], cases[index]
@@ -50,9 +50,11 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
     return done_now, 0
 
 
-def _done(row: dict[str, Any]) -> bool:
-    # A selection label marks a case done: an absent arguments label means "nothing to judge".
-    return "selection" in (row.get("labels") or {})
+def _done(row: dict[str, Any], case: Case) -> bool:
+    # A case with calls needs both answers (`n` is saved as `arguments: null`): one left at
+    # the arguments question, by quitting there, is asked again.
+    labels = row.get("labels") or {}
+    return "selection" in labels and (not case.tool_calls or "arguments" in labels)
 
 
 def _ask(prompt: str, keys: str) -> str:

@@ -75,8 +75,12 @@ def retry_after(exc: BaseException) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
         when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time()) if when else None
+    except (TypeError, ValueError):  # neither seconds nor a date: back off as usual
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 class RateGate:

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import StrictUndefined, Template, TemplateSyntaxError, meta
+from jinja2 import StrictUndefined, Template, TemplateError, TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -57,6 +57,11 @@ class RubricError(JudgeError):
     """A rubric file that cannot be used; names the file and what is wrong."""
 
 
+class RenderError(RubricError, TemplateError):
+    """A rubric that loaded fine cannot render one case (a filter given a value of the wrong
+    type, say): that case gets `judge_error`, the batch goes on."""
+
+
 class _Header(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -76,9 +81,10 @@ class _Header(BaseModel):
 
 
 def _neutralise(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("<", "\\u003c").replace(">", "\\u003e")
-    return value
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    # Anything else is printed as text (a dict or list as its repr): escape that text.
+    return str(value).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 _ENV = SandboxedEnvironment(
@@ -115,11 +121,14 @@ class Rubric:
 
     def render(self, variables: dict[str, Any]) -> list[dict[str, str]]:
         """The chat messages for these variables: a system and a user message."""
-        context = self.template.new_context(variables)
-        return [
-            {"role": role, "content": "".join(self.template.blocks[role](context)).strip()}
-            for role in ("system", "user")
-        ]
+        try:
+            context = self.template.new_context(variables)
+            return [
+                {"role": role, "content": "".join(self.template.blocks[role](context)).strip()}
+                for role in ("system", "user")
+            ]
+        except Exception as exc:  # any error of the template's own code, for this case
+            raise RenderError(f"{self.path}: {type(exc).__name__}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -186,7 +195,7 @@ def load_rubric(path: str | Path) -> Rubric:
     """Load and check one rubric file: header, template syntax, blocks and variables."""
     path = Path(path)
     text = path.read_text(encoding="utf-8")
-    header_text, body = _split(text, path)
+    header_text, body, offset = _split(text, path)
     try:
         header = _Header.model_validate(tomllib.loads(header_text))
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
@@ -200,9 +209,7 @@ def load_rubric(path: str | Path) -> Rubric:
         parsed = _ENV.parse(body)
         template = _ENV.from_string(body)
     except TemplateSyntaxError as exc:
-        raise RubricError(
-            f"{path}:{exc.lineno + header_text.count(chr(10)) + 2}: {exc.message}"
-        ) from None
+        raise RubricError(f"{path}:{exc.lineno + offset}: {exc.message}") from None
     unknown = meta.find_undeclared_variables(parsed) - VARIABLES
     if unknown:
         raise RubricError(
@@ -226,11 +233,12 @@ def load_rubric(path: str | Path) -> Rubric:
     )
 
 
-def _split(text: str, path: Path) -> tuple[str, str]:
+def _split(text: str, path: Path) -> tuple[str, str, int]:
+    """The header, the template, and the number of file lines before the template."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != "+++":
         raise RubricError(f"{path}: a rubric starts with a TOML header between +++ lines")
     for index, line in enumerate(lines[1:], start=1):
         if line.strip() == "+++":
-            return "\n".join(lines[1:index]), "\n".join(lines[index + 1 :])
+            return "\n".join(lines[1:index]), "\n".join(lines[index + 1 :]), index + 1
     raise RubricError(f"{path}: the header is not closed by a +++ line")

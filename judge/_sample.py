@@ -7,6 +7,7 @@ import csv
 import random
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,18 +42,31 @@ def stratum_key(case: Case, fields: list[str]) -> tuple[str, ...]:
     return tuple(key)
 
 
-def draw(cases: list[Case], n: int, fields: list[str], seed: int = 0) -> list[int]:
-    """Indices of a stratified sample of `n` cases, in their original order. Each stratum
-    gets its share, and at least one case, so rare strata are kept."""
-    if n >= len(cases):
-        return list(range(len(cases)))
+@dataclass(frozen=True)
+class Drawn:
+    """A stratified sample: the indices drawn, in their original order."""
+
+    indices: list[int]
+    strata: int
+    """Strata among the cases."""
+    left_out: int
+    """Strata with no case in the sample: more strata than room (`n`)."""
+
+
+def draw(cases: list[Case], n: int, fields: list[str], seed: int = 0) -> Drawn:
+    """A stratified, seeded sample of `n` cases. Each stratum gets its share, and at least one
+    case, so rare strata are kept, as long as there are no more strata than `n`; with more,
+    `n` strata chosen at random get one case each and the others are left out."""
     strata: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for index, case in enumerate(cases):
         strata[stratum_key(case, fields)].append(index)
+    if n >= len(cases):
+        return Drawn(list(range(len(cases))), len(strata), 0)
     rng = random.Random(seed)
     keys = sorted(strata)
     if len(keys) >= n:  # more strata than room: one case from each of n strata
-        return sorted(rng.choice(strata[k]) for k in rng.sample(keys, n))
+        chosen = sorted(rng.choice(strata[k]) for k in rng.sample(keys, n))
+        return Drawn(chosen, len(keys), len(keys) - n)
     quota = {k: max(1, round(n * len(strata[k]) / len(cases))) for k in keys}
     while sum(quota.values()) > n:  # trim the largest shares, never below one
         largest = max((k for k in keys if quota[k] > 1), key=lambda k: quota[k])
@@ -62,7 +76,7 @@ def draw(cases: list[Case], n: int, fields: list[str], seed: int = 0) -> list[in
             (k for k in keys if quota[k] < len(strata[k])), key=lambda k: len(strata[k]) - quota[k]
         )
         quota[roomiest] += 1
-    return sorted(i for k in keys for i in rng.sample(strata[k], quota[k]))
+    return Drawn(sorted(i for k in keys for i in rng.sample(strata[k], quota[k])), len(keys), 0)
 
 
 def read_lines(path: str) -> tuple[list[bytes], list[Case]]:

@@ -157,7 +157,8 @@ class JudgeOutcome(BaseModel):
     agreement: Agreement = Field(default_factory=Agreement)
     usage: Usage = Field(default_factory=Usage)
     trusted: bool | None = None
-    """False when the calibration gate was overridden; None when no calibration was given."""
+    """False when the calibration gate was overridden; None when no calibration was given.
+    Calibration measures selection and arguments: a trajectory verdict is never calibrated."""
     provenance: Provenance | None = None
 
     @property
@@ -167,6 +168,15 @@ class JudgeOutcome(BaseModel):
         if not applicable:
             return None
         return "correct" if all(v == "correct" for v in applicable) else "incorrect"
+
+    @property
+    def passed(self) -> bool | None:
+        """The judge passed the case: selection correct and no call's arguments incorrect.
+        None unless the status is `ok`."""
+        if self.status != "ok":
+            return None
+        selection = self.selection is not None and self.selection.verdict == "correct"
+        return selection and self.arguments_verdict != "incorrect"
 
 
 ACTIONS = ("call_tool", "ask_user", "answer_directly")

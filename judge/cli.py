@@ -12,11 +12,13 @@ from typing import IO, Any
 import click
 import orjson
 
+from judge._calls import ShapeError
 from judge._check import iter_check
 from judge._cli_common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
+    calibration_options,
     judge_for,
     judge_options,
     line_count,
@@ -28,12 +30,11 @@ from judge._cli_common import (
     summary_format_option,
 )
 from judge._cli_data import COMMANDS
-from judge._cli_match import judge_trajectory_option, match_settings, trajectory_options
+from judge._cli_match import judge_trajectory_option, trajectory_from, trajectory_options
 from judge._cli_run import COMMANDS as RUN_COMMANDS
 from judge._cli_service import COMMANDS as SERVICE_COMMANDS
 from judge._client import JudgeEndpointError
-from judge._env import load_factory
-from judge._errors import InputError
+from judge._errors import InputError, JudgeError
 from judge._grade import Judge, Plan
 from judge._loading import load_cases
 from judge._resume import finished_results
@@ -75,20 +76,15 @@ def check_command(
     summary_format: str,
     fail_under: float | None,
     progress: bool | None,
-    match: str | None,
-    args_match: str | None,
-    overrides: tuple[str, ...],
-    ignore_tools: tuple[str, ...],
-    env: str | None,
+    **trajectory: Any,
 ) -> None:
     """Grade CASES (JSON Lines files, or - for standard input) deterministically: well-formed
     calls, the right tools, the expected argument values; with --match, the whole trajectory;
     with --env, the final state."""
     require_files(cases)
     try:
-        settings = match_settings(match, args_match, overrides, ignore_tools)
-        factory = load_factory(env) if env else None
-    except Exception as exc:  # an override or environment that cannot be loaded
+        settings, factory = trajectory_from(trajectory)
+    except ValueError as exc:  # an override or environment that cannot be loaded
         click.echo(f"judge check: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     summary = Summary()
@@ -138,22 +134,7 @@ def check_command(
     "to resume (default, or -: standard output).",
 )
 @judge_options
-@click.option(
-    "--calibration",
-    type=click.Path(dir_okay=False),
-    help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from the "
-    "calibrated one or whose kappa is under the record's threshold.",
-)
-@click.option(
-    "--strict",
-    is_flag=True,
-    help="With --calibration: the kappa's 95% interval lower bound must clear it.",
-)
-@click.option(
-    "--force",
-    is_flag=True,
-    help="With --calibration: run anyway, every verdict marked trusted: false.",
-)
+@calibration_options
 @click.option(
     "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
 )
@@ -185,15 +166,30 @@ def grade_command(
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
     output = None if output == "-" else output
+    if output is not None and any(_same_file(path, output) for path in cases):
+        click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)
+        sys.exit(EXIT_UNREADABLE)
     judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)
+    if calibration is not None and judge.trajectory:
+        click.echo(
+            "judge grade: the calibration covers selection and arguments; the trajectory "
+            "verdicts are not calibrated",
+            err=True,
+        )
     if dry_run:
-        plan = asyncio.run(_plan(judge, cases))
+        try:
+            plan = asyncio.run(_plan(judge, cases))
+        except InputError as exc:
+            click.echo(f"judge grade: {exc}", err=True)
+            sys.exit(EXIT_UNREADABLE)
         lines = [
             f"cases to judge: {plan.cases}",
             f"requests to send: {plan.requests} ({dict(plan.by_dimension)})",
             f"answered from cache: {plan.cached}",
             f"prompt tokens (estimated): {plan.prompt_tokens}",
         ]
+        if plan.unrenderable:
+            lines.append(f"cases the rubrics cannot render (judge_error): {plan.unrenderable}")
         if price_per_mtok is not None:
             lines.append(
                 f"prompt cost (estimated): ${plan.prompt_tokens * price_per_mtok / 1e6:.4f}"
@@ -221,21 +217,20 @@ def grade_command(
 
 async def _plan(judge: Judge, cases: tuple[str, ...]) -> Plan:
     async with judge:
-        total = Plan()
-        for path in cases:
-            plan = await judge.plan(path)
-            total.cases += plan.cases
-            total.requests += plan.requests
-            total.cached += plan.cached
-            total.prompt_tokens += plan.prompt_tokens
-            total.by_dimension.update(plan.by_dimension)
-        return total
+        return await judge.plan(*cases)
+
+
+def _same_file(path: str, other: str) -> bool:
+    try:
+        return path != "-" and os.path.samefile(path, other)
+    except OSError:  # `other` does not exist yet
+        return False
 
 
 async def _grade(
     judge: Judge, cases: tuple[str, ...], output: str | None, summary: Summary
 ) -> None:
-    done = finished_results(output) if output else []
+    done = finished_results(output, judge.differs_from) if output else []
     for result in done:
         summary.add(result)
     skip = {r.id for r in done}
@@ -244,7 +239,7 @@ async def _grade(
     try:
         async with judge:
             for path in cases:
-                total = line_count(path)
+                total = line_count(path) if show else None
                 with progress_bar(
                     os.path.basename(path), total and total - len(skip), show
                 ) as step:
@@ -285,27 +280,50 @@ def rubric_list(rubrics: str | None, small: bool) -> None:
 @click.option("--id", "case_id", required=True, help="The case to render.")
 @click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
 @click.option("--small", is_flag=True, help="The rubrics of the embedded small judge.")
+@click.option("--model", help="The judge, as for `judge grade` (it picks the rubric set).")
+@click.option("--base-url", help="The judge's endpoint, as for `judge grade`.")
 @click.option("--judge-broken", is_flag=True)
 def rubric_show(
-    name: str, case_file: str, case_id: str, rubrics: str | None, small: bool, judge_broken: bool
+    name: str,
+    case_file: str,
+    case_id: str,
+    rubrics: str | None,
+    small: bool,
+    model: str | None,
+    base_url: str | None,
+    judge_broken: bool,
 ) -> None:
-    """Print exactly what rubric NAME would send for one case: messages and reply schema."""
-    found = load_rubrics(rubrics, kind="small" if small else "default")
-    rubric = found.named(name)
+    """Print exactly what rubric NAME would send for one case: messages and reply schema.
+    The rubric set is the one `judge grade` would use with the same --model, --base-url and
+    --rubrics (the small set for the embedded judge)."""
     case = next((c for c in load_cases(case_file) if c.id == case_id), None)
     if case is None:
         click.echo(f"judge rubric show: no case {case_id!r} in {case_file}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    judge = Judge(rubrics=found, judge_broken=judge_broken, cache=False, model="local")
-    _, _, questions = judge.questions(case, judge.check(case))
-    chosen = [q for q in questions if q.rubric is rubric]
-    if not chosen:
+    try:
+        chosen = load_rubrics(kind="small") if small and rubrics is None else rubrics
+        settings: dict[str, Any] = {
+            "model": model,
+            "base_url": base_url,
+            "judge_broken": judge_broken,
+            "cache": False,
+        }
+        judge = Judge(rubrics=chosen, **settings)
+        rubric = judge.rubrics.named(name)
+        if rubric.dimension == "trajectory":  # asked only of a judge that judges trajectories
+            judge = Judge(rubrics=judge.rubrics, trajectory=True, **settings)
+        questions = judge.questions(case, judge.check(case))[2]
+    except (JudgeError, ShapeError) as exc:  # no such rubric, or it cannot render the case
+        click.echo(f"judge rubric show: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    asked = [q for q in questions if q.rubric is rubric]
+    if not asked:
         click.echo(
             f"# rubric {rubric.name!r} would send nothing for case {case_id!r}: its "
             "verdicts are decided without asking (see `judge check`)."
         )
         return
-    for question in chosen:
+    for question in asked:
         for message in question.messages:
             click.echo(f"===== {message['role']} =====")
             click.echo(message["content"])

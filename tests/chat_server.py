@@ -90,7 +90,9 @@ def verdict_for(body: dict[str, Any], label: str = "correct") -> dict[str, Any]:
         problems = [] if label == "correct" else ["needless_call"]
         return {"reasoning": "fine", "verdict": label, "problems": problems}
     category = "right_call" if label == "correct" else "wrong_tool"
-    return {"reasoning": "fine", "verdict": label, "category": category}
+    actions = {"needed_action": "call_tool", "assistant_action": "call_tool"}
+    decided = actions if "needed_action" in schema["properties"] else {}  # a small rubric
+    return {"reasoning": "fine", **decided, "verdict": label, "category": category}
 
 
 def answer(body: dict[str, Any], label: str = "correct") -> Reply:

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.chat_server import ChatServer, serving
+from tests.helpers import PROVIDER_KEYS
 
 
 @pytest.fixture
@@ -16,12 +17,5 @@ def server() -> Iterator[ChatServer]:
 @pytest.fixture(autouse=True)
 def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests never reach a hosted API, whatever the machine's environment holds.
-    for name in (
-        "JUDGE_BASE_URL",
-        "JUDGE_API_KEY",
-        "JUDGE_MODEL",
-        "OPENROUTER_API_KEY",
-        "OPENAI_API_KEY",
-        "JUDGE_CACHE_DIR",
-    ):
+    for name in PROVIDER_KEYS:
         monkeypatch.delenv(name, raising=False)

@@ -8,6 +8,17 @@ import orjson
 
 from judge import CaseResult, check_case, load_cases
 
+# The environment that could point a test at a hosted API or at a shared cache.
+PROVIDER_KEYS = (
+    "JUDGE_BASE_URL",
+    "JUDGE_API_KEY",
+    "JUDGE_MODEL",
+    "OPENROUTER_API_KEY",
+    "OPENAI_API_KEY",
+    "JUDGE_CACHE_DIR",
+    "JUDGE_SERVICE_TOKEN",
+)
+
 WEATHER: dict[str, Any] = {
     "type": "object",
     "properties": {

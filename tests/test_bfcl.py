@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from judge import check, load_cases
@@ -90,3 +92,57 @@ def test_multi_turn_is_refused_clearly(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["bfcl", str(questions), "-o", str(tmp_path / "o.jsonl")])
     assert done.exit_code == 2
     assert "multi-turn" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "where", "says"),
+    [
+        pytest.param({"question": [[]]}, None, "q", "no string `id`", id="question-without-id"),
+        pytest.param([1, 2], None, "q", "expected a JSON object", id="question-not-an-object"),
+        pytest.param(
+            QUESTION | {"function": [{"description": "no name"}]},
+            None,
+            "q",
+            "no 'name'",
+            id="function-without-name",
+        ),
+        pytest.param(
+            QUESTION | {"question": [{"role": "user"}]},
+            None,
+            "q",
+            "not a list of messages",
+            id="turn-not-a-list",
+        ),
+        pytest.param(QUESTION, {"id": "simple_python_0"}, "a", "no 'ground_truth'", id="no-truth"),
+        pytest.param(
+            QUESTION,
+            ANSWER | {"ground_truth": [{"f": {"x": [1]}, "g": {"y": [2]}}]},
+            "a",
+            "one function name",
+            id="two-functions-in-one-call",
+        ),
+        pytest.param(
+            QUESTION,
+            ANSWER | {"ground_truth": [{"f": {"x": 1}}]},
+            "a",
+            "'x' are not a list",
+            id="values-not-a-list",
+        ),
+    ],
+)
+def test_a_malformed_file_names_the_file_and_line(
+    tmp_path: Path, question: Any, answer: Any, where: str, says: str
+) -> None:
+    # Regression: KeyError / ValueError tracebacks instead of exit 2 with where and what.
+    questions = tmp_path / "BFCL_v4_simple_python.json"
+    answers = tmp_path / "possible_answer.json"
+    questions.write_text("\n" + json.dumps(question) + "\n")  # on line 2
+    answers.write_text("\n" + json.dumps(answer or ANSWER) + "\n")
+    out = tmp_path / "cases.jsonl"
+    done = CliRunner().invoke(
+        main, ["bfcl", str(questions), "--answers", str(answers), "-o", str(out)]
+    )
+    assert done.exit_code == 2, done.output
+    named = questions if where == "q" else answers
+    assert f"{named}:2: not a BFCL item: " in done.stderr and says in done.stderr
+    assert not out.exists()

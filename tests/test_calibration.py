@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
 from judge import Case, CaseResult, Labels
-from judge._calibration import MIN_PAIRS, dimension_stats, pairs_of
+from judge._calibration import dimension_stats, pairs_of
 from judge._verdict import ArgumentVerdict, JudgeOutcome, SelectionVerdict
 from judge.cli import main
 from tests.chat_server import ChatServer, Reply, answer
@@ -31,22 +31,27 @@ def table(cc: int, ci: int, ic: int, ii: int) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("counts", "kappa"),
     [
+        # kappa = (po - pe) / (1 - pe), worked by hand from the table [[cc, ci], [ic, ii]]:
+        # po = (cc + ii) / n; pe = (labels correct * verdicts correct
+        #                           + labels incorrect * verdicts incorrect) / n^2.
+        # po = 35/50 = 0.7; pe = (25*30 + 25*20) / 2500 = 0.5; kappa = 0.2 / 0.5.
         pytest.param((20, 5, 10, 15), 0.4, id="textbook-0.4"),
+        # po = 1; pe = (25*25 + 25*25) / 2500 = 0.5.
         pytest.param((25, 0, 0, 25), 1.0, id="perfect"),
+        # po = 0.5; pe = 0.5.
         pytest.param((10, 10, 10, 10), 0.0, id="chance"),
+        # po = 0; pe = (20*20 + 20*20) / 1600 = 0.5; kappa = -0.5 / 0.5.
         pytest.param((0, 20, 20, 0), -1.0, id="always-wrong"),
-        pytest.param((40, 3, 6, 1), None, id="skewed"),
+        # po = 41/50 = 0.82; pe = (43*46 + 7*4) / 2500 = 0.8024; kappa = 0.0176 / 0.1976.
+        pytest.param((40, 3, 6, 1), 22 / 247, id="skewed"),
+        # po = 8/12; pe = (6*8 + 6*4) / 144 = 0.5; kappa = (2/3 - 1/2) / (1/2).
+        pytest.param((5, 1, 3, 3), 1 / 3, id="small-table"),
     ],
 )
-def test_kappa_agrees_with_scikit_learn(
-    counts: tuple[int, int, int, int], kappa: float | None
-) -> None:
+def test_kappa_and_the_table(counts: tuple[int, int, int, int], kappa: float) -> None:
     pairs = table(*counts)
     stats = dimension_stats(pairs, {}, threshold=0.6)
-    expected = cohen_kappa_score([a for a, _ in pairs], [b for _, b in pairs])
-    assert stats.kappa == pytest.approx(expected)
-    if kappa is not None:
-        assert stats.kappa == pytest.approx(kappa)
+    assert stats.kappa == pytest.approx(kappa)
     cc, ci, ic, ii = counts
     assert stats.confusion.matrix == ((cc, ci), (ic, ii))
     assert stats.agreement == pytest.approx((cc + ii) / sum(counts))
@@ -75,7 +80,6 @@ def test_degenerate_samples_give_no_kappa(pairs: list[tuple[str, str]], says: st
     assert stats.kappa is None and stats.ci_low is None
     assert says in (stats.degenerate or "")
     assert stats.passed is False
-    assert MIN_PAIRS == 10
 
 
 def test_a_small_sample_says_it_cannot_support_the_threshold() -> None:
@@ -259,6 +263,38 @@ def test_the_gate_refuses_another_judge(server: ChatServer, tmp_path: Path) -> N
     assert done.exit_code == 3
     assert "another judge" in done.stderr and "temperature" in done.stderr
     assert len(server.chat_requests) == before  # refused before asking anything
+
+
+@pytest.mark.parametrize(
+    ("changed", "says"),
+    [
+        pytest.param(["--samples", "3"], "samples", id="majority-of-samples"),
+        pytest.param(["--judge-broken"], "judge_broken", id="judging-broken-calls"),
+    ],
+)
+def test_the_gate_refuses_settings_that_change_verdicts(
+    server: ChatServer, tmp_path: Path, changed: list[str], says: str
+) -> None:
+    record = calibrated(server, tmp_path)
+    before = len(server.chat_requests)
+    done = gated(server, tmp_path, record, *changed)
+    assert done.exit_code == 3
+    assert "another judge" in done.stderr and says in done.stderr
+    assert len(server.chat_requests) == before
+
+
+def test_the_gate_lets_a_calibrated_judge_judge_trajectories_too(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    # Calibration measures selection and arguments; the trajectory rubric does not change
+    # those verdicts, so it does not make the record another judge's.
+    record = calibrated(server, tmp_path)
+    out = tmp_path / "r.jsonl"
+    done = gated(server, tmp_path, record, "-o", str(out), "--trajectory")
+    assert done.exit_code == 0, done.output
+    assert "trajectory verdicts are not calibrated" in done.stderr
+    line = json.loads(out.read_text())
+    assert line["judge"]["trusted"] is True and line["judge"]["trajectory"] is not None
 
 
 def test_the_gate_refuses_a_low_kappa_unless_forced(server: ChatServer, tmp_path: Path) -> None:

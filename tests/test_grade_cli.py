@@ -19,6 +19,7 @@ from judge._errors import JudgeError
 from judge.cli import main
 from tests.chat_server import ChatServer, Reply, answer
 from tests.helpers import call, case
+from tests.test_judge import REQUIRED_IS_A_NUMBER
 
 PARIS = case(
     [call("get_weather", {"city": "Paris"})],
@@ -240,3 +241,181 @@ def test_endpoint_resolution(
 def test_custom_endpoint_needs_a_model() -> None:
     with pytest.raises(JudgeError, match="--model"):
         resolve_endpoint(base_url="http://127.0.0.1:9/v1", env={})
+
+
+def test_output_that_is_an_input_is_refused_and_left_alone(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    # Regression: `judge grade mine.jsonl -o mine.jsonl` emptied the input.
+    cases = write(tmp_path / "mine.jsonl", [PARIS, no_call(1)])
+    before = cases.read_bytes()
+    done = grade(server, tmp_path, str(cases), "-o", str(cases))
+    assert done.exit_code == 2
+    assert "is one of the inputs" in done.stderr
+    assert cases.read_bytes() == before
+    assert server.chat_requests == []
+
+
+@pytest.mark.parametrize("made_by", ["cases", "check"])
+def test_output_that_is_not_a_results_file_is_refused_and_left_alone(
+    server: ChatServer, tmp_path: Path, made_by: str
+) -> None:
+    cases = write(tmp_path / "c.jsonl", [no_call(1)])
+    other = write(tmp_path / "other.jsonl", [PARIS, no_call(2)])
+    if made_by == "check":  # the results of `judge check`: no judge verdicts
+        checked = CliRunner().invoke(main, ["check", str(other), "-o", str(other) + ".out"])
+        assert checked.exit_code == 0, checked.output
+        other = Path(str(other) + ".out")
+    before = other.read_bytes()
+    done = grade(server, tmp_path, str(cases), "-o", str(other))
+    assert done.exit_code == 2
+    assert f"{other}:1: not a result of `judge grade`" in done.stderr
+    assert other.read_bytes() == before
+    assert server.chat_requests == []
+
+
+def test_a_bad_line_before_the_last_is_refused(server: ChatServer, tmp_path: Path) -> None:
+    cases = write(tmp_path / "c.jsonl", [no_call(1), no_call(2)])
+    out = tmp_path / "r.jsonl"
+    assert grade(server, tmp_path, str(cases), "-o", str(out)).exit_code == 0
+    lines = out.read_text().splitlines()
+    out.write_text(lines[0] + "\n" + '{"id": "n9", "tool_sel\n' + lines[1] + "\n")
+    before = out.read_bytes()
+    done = grade(server, tmp_path, str(cases), "-o", str(out))
+    assert done.exit_code == 2
+    assert f"{out}:2: not a result" in done.stderr
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("changed", "says"),
+    [
+        pytest.param(["--model", "other"], "model", id="another-model"),
+        pytest.param(["--samples", "3"], "samples", id="more-samples"),
+        pytest.param(["--temperature", "0.5"], "temperature", id="another-temperature"),
+    ],
+)
+def test_resuming_with_another_judge_is_refused(
+    server: ChatServer, tmp_path: Path, changed: list[str], says: str
+) -> None:
+    cases = write(tmp_path / "c.jsonl", [no_call(1), no_call(2)])
+    out = tmp_path / "r.jsonl"
+    assert grade(server, tmp_path, str(cases), "-o", str(out)).exit_code == 0
+    before, sent = out.read_bytes(), len(server.chat_requests)
+    done = CliRunner().invoke(
+        main,
+        [
+            "grade",
+            str(cases),
+            "-o",
+            str(out),
+            "--base-url",
+            server.url,
+            "--model",
+            "m",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            *changed,
+        ],
+    )
+    assert done.exit_code == 2
+    assert "judged by another judge" in done.stderr and says in done.stderr
+    assert out.read_bytes() == before
+    assert len(server.chat_requests) == sent
+    again = grade(server, tmp_path, str(cases), "-o", str(out))  # the same judge resumes
+    assert again.exit_code == 0 and len(server.chat_requests) == sent
+
+
+def test_inputs_are_not_counted_without_a_progress_bar(
+    server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counting lines reads every input once more; only a progress bar needs the count.
+    def counted(path: str) -> int:
+        raise AssertionError(f"{path} was counted with no progress bar shown")
+
+    monkeypatch.setattr("judge.cli.line_count", counted)
+    cases = write(tmp_path / "c.jsonl", [no_call(1)])
+    done = grade(server, tmp_path, str(cases), "-o", str(tmp_path / "r.jsonl"))
+    assert done.exit_code == 0, done.output
+
+
+def test_no_credit_exits_4(server: ChatServer, tmp_path: Path) -> None:
+    server.default = lambda body: Reply(status=402, body={"error": {"message": "no credits"}})
+    cases = write(tmp_path / "c.jsonl", [no_call(1)])
+    done = grade(server, tmp_path, str(cases), "-o", str(tmp_path / "r.jsonl"))
+    assert done.exit_code == 4
+    assert "credit" in done.stderr
+    assert len(server.chat_requests) == 1
+
+
+def test_dry_run_counts_a_case_the_rubric_cannot_render(server: ChatServer, tmp_path: Path) -> None:
+    from judge._rubric import builtin_rubrics_dir
+
+    cases = write(tmp_path / "c.jsonl", [REQUIRED_IS_A_NUMBER, no_call(1)])
+    small = str(builtin_rubrics_dir("small"))
+    done = grade(server, tmp_path, str(cases), "--dry-run", "--rubrics", small)
+    assert done.exit_code == 0, done.output
+    assert "cases to judge: 2" in done.stdout and "requests to send: 1" in done.stdout
+    assert "cases the rubrics cannot render (judge_error): 1" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "key"),
+    [
+        pytest.param(
+            {"base_url": "http://127.0.0.1:9/v1", "model": "q"},
+            {"OPENAI_API_KEY": "sk-oa-1", "OPENROUTER_API_KEY": "sk-or-1"},
+            "not-needed",
+            id="custom-url-gets-no-provider-key",
+        ),
+        pytest.param(
+            {"base_url": "http://127.0.0.1:9/v1", "model": "q"},
+            {"OPENAI_API_KEY": "sk-oa-1", "JUDGE_API_KEY": "sk-judge"},
+            "sk-judge",
+            id="custom-url-gets-judge-key",
+        ),
+        pytest.param(
+            {"base_url": "http://127.0.0.1:9/v1", "model": "q", "api_key": "sk-flag"},
+            {"JUDGE_API_KEY": "sk-judge"},
+            "sk-flag",
+            id="custom-url-gets-the-given-key",
+        ),
+        pytest.param(
+            {"base_url": "https://openrouter.ai/api/v1"},
+            {"OPENAI_API_KEY": "sk-oa-1", "OPENROUTER_API_KEY": "sk-or-1"},
+            "sk-or-1",
+            id="openrouter-url-gets-its-key",
+        ),
+        pytest.param(
+            {"base_url": "https://api.openai.com/v1"},
+            {"OPENAI_API_KEY": "sk-oa-1", "OPENROUTER_API_KEY": "sk-or-1"},
+            "sk-oa-1",
+            id="openai-url-gets-its-key",
+        ),
+        pytest.param(
+            {"base_url": "http://evil.example/openrouter.ai/v1", "model": "q"},
+            {"OPENROUTER_API_KEY": "sk-or-1"},
+            "not-needed",
+            id="a-url-naming-openrouter-is-not-openrouter",
+        ),
+    ],
+)
+def test_a_provider_key_goes_only_to_its_provider(
+    flags: dict[str, str], env: dict[str, str], key: str
+) -> None:
+    found = resolve_endpoint(env=env, **flags)
+    assert found is not None and found.api_key == key
+
+
+def test_resume_keeps_going_past_the_result_of_an_unreadable_case(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps(no_call(1)) + "\n" + '{"id": "bad", "tools": 3}\n')
+    out = tmp_path / "r.jsonl"
+    assert grade(server, tmp_path, str(cases), "-o", str(out)).exit_code == 0
+    sent = len(server.chat_requests)
+    again = grade(server, tmp_path, str(cases), "-o", str(out))
+    assert again.exit_code == 0, again.output
+    assert len(server.chat_requests) == sent
+    assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()) == ["bad", "n1"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from judge._client import JudgeEndpointError
 from judge._grade import Judge
 from judge._retry import RetryPolicy
 from tests.chat_server import ChatServer, Reply, answer, completion, requested_schema
-from tests.helpers import call, case
+from tests.helpers import call, case, tool
 
 KEY = "sk-test-secret-4242"
 PARIS = case(
@@ -23,6 +24,11 @@ PARIS = case(
 ) | {"id": "paris"}
 NO_CALL = case([]) | {"id": "no-call", "response": {"content": "Hello!", "tool_calls": []}}
 TWO_CALLS = case([call("get_weather", {"city": "Paris"}), call("get_time", {})]) | {"id": "two"}
+# The small selection rubric joins each tool's `required`: a number there is a TypeError.
+REQUIRED_IS_A_NUMBER = case(
+    [call("get_weather", {"city": "Paris"})],
+    tools=[tool("get_weather", {"type": "object", "required": 5})],
+) | {"id": "odd"}
 FAST = RetryPolicy(attempts=4, base_seconds=0.01, total_seconds=20, max_wait_seconds=2)
 
 
@@ -350,19 +356,40 @@ def test_forced_tool_call_mode(server: ChatServer, tmp_path: Path) -> None:
 
 
 def test_concurrency_is_bounded_and_nothing_is_lost(server: ChatServer, tmp_path: Path) -> None:
-    faults = iter([Reply(status=500, body={}), bad("garbage"), None, None] * 30)
+    # Each case's faults depend on the case, not on arrival order: c0, c4, ... get a 500 on
+    # their first selection request (retried), c1, c5, ... an unusable first selection reply
+    # (re-asked), c2, c6, ... a 400 on every selection request (judge_error); c3, c7, ... none.
+    seen: Counter[str] = Counter()
 
-    def flaky(body: dict[str, Any]) -> Reply:
-        fault = next(faults, None)
-        reply = fault if fault is not None else answer(body)
+    def faulty(body: dict[str, Any]) -> Reply:
+        text = body["messages"][1]["content"]
+        number = int(text.split("case-", 1)[1].split()[0].rstrip(".,)\"'"))
+        kind = "selection" if "verdicts" not in requested_schema(body)["properties"] else "args"
+        seen[f"{number}/{kind}"] += 1
+        first = seen[f"{number}/{kind}"] == 1
+        reply = answer(body)
+        if kind == "selection" and number % 4 == 0 and first:
+            reply = Reply(status=500, body={"error": {"message": "boom"}})
+        elif kind == "selection" and number % 4 == 1 and first:
+            reply = bad("garbage")
+        elif kind == "selection" and number % 4 == 2:
+            reply = Reply(status=400, body={"error": {"message": "nope"}})
         reply.delay = 0.02
         return reply
 
-    server.default = flaky
-    cases = [PARIS | {"id": f"c{i}"} for i in range(40)]
+    server.default = faulty
+    cases = [
+        PARIS | {"id": f"c{i}", "messages": [{"role": "user", "content": f"Paris, case-{i} now"}]}
+        for i in range(40)
+    ]
     results = run(make_judge(server, tmp_path, concurrency=4), cases)
     assert [r.id for r in results] == [f"c{i}" for i in range(40)]
-    assert all(r.judge is not None and r.judge.status in ("ok", "judge_error") for r in results)
+    statuses = [r.judge.status if r.judge else None for r in results]
+    assert statuses == ["judge_error" if i % 4 == 2 else "ok" for i in range(40)]
+    # Requests the judge counts (replies received): a 500 retried inside the client is not one.
+    usage = [r.judge.usage.requests if r.judge else None for r in results]
+    assert usage == [{0: 2, 1: 3, 2: 1, 3: 2}[i % 4] for i in range(40)]
+    assert len(server.chat_requests) == 10 * (3 + 3 + 2 + 2)
     assert server.max_in_flight == 4  # bounded, and the bound is used
 
 
@@ -503,3 +530,100 @@ def test_small_rubric_asks_for_the_actions(server: ChatServer, tmp_path: Path) -
         "incorrect",
         "should_ask",
     )
+
+
+def test_an_unreadable_retry_after_backs_off_and_retries(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    # Regression: a Retry-After that is neither seconds nor a date raised inside the backoff.
+    server.push(
+        Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "soon"})
+    )
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "ok", result.judge
+    assert len(server.chat_requests) == 2
+
+
+def test_no_credit_402_stops_the_run_without_retrying(server: ChatServer, tmp_path: Path) -> None:
+    server.default = lambda body: Reply(
+        status=402, body={"error": {"message": "Insufficient credits", "code": 402}}
+    )
+    with pytest.raises(JudgeEndpointError, match="credit"):
+        only(server, tmp_path, NO_CALL)
+    assert len(server.chat_requests) == 1
+
+
+@pytest.mark.parametrize("status", [409, 413])
+def test_a_refused_request_is_not_called_retries_exhausted(
+    server: ChatServer, tmp_path: Path, status: int
+) -> None:
+    server.push(Reply(status=status, body={"error": {"message": "not this one"}}))
+    result = only(server, tmp_path, NO_CALL)
+    assert result.judge is not None and result.judge.status == "judge_error"
+    assert f"rejected the request ({status})" in (result.judge.error or "")
+    assert "retries exhausted" not in (result.judge.error or "")
+    assert len(server.chat_requests) == 1
+
+
+def test_an_unreadable_cases_source_raises_instead_of_hanging(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    # Regression: an error reading the cases was swallowed and iter_grade waited forever.
+    from judge._errors import InputError
+
+    async def go() -> list[CaseResult]:
+        async with make_judge(server, tmp_path) as judge:
+            return [r async for r in judge.iter_grade(str(tmp_path / "missing.jsonl"))]
+
+    async def bounded() -> list[CaseResult]:
+        return await asyncio.wait_for(go(), timeout=10)
+
+    with pytest.raises(InputError, match="missing.jsonl"):
+        asyncio.run(bounded())
+    assert server.chat_requests == []
+
+
+def test_a_rubric_that_raises_on_a_case_is_a_judge_error_and_the_batch_goes_on(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    from judge import load_rubrics
+
+    results = run(
+        make_judge(server, tmp_path, rubrics=load_rubrics(kind="small")),
+        [REQUIRED_IS_A_NUMBER, NO_CALL],
+    )
+    assert [(r.id, r.judge.status if r.judge else None) for r in results] == [
+        ("odd", "judge_error"),
+        ("no-call", "ok"),
+    ]
+    assert "cannot render" in (results[0].judge.error or "")  # type: ignore[union-attr]
+    assert "TypeError" in (results[0].judge.error or "")  # type: ignore[union-attr]
+    assert len(server.chat_requests) == 1  # only the good case's selection
+
+
+def test_the_trajectory_rubric_does_not_re_ask_the_other_questions(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    run(make_judge(server, tmp_path), [PARIS, TWO_CALLS])
+    assert len(server.chat_requests) == 4  # selection and arguments, per case
+    run(make_judge(server, tmp_path, trajectory=True), [PARIS, TWO_CALLS])
+    new = server.chat_requests[4:]
+    assert len(new) == 2  # only the trajectory question, per case
+    assert all("<trajectory>" in r.body["messages"][1]["content"] for r in new)
+
+
+def test_editing_one_rubric_re_asks_only_its_questions(server: ChatServer, tmp_path: Path) -> None:
+    from judge._rubric import builtin_rubrics_dir
+
+    folder = tmp_path / "rubrics"
+    folder.mkdir()
+    for source in builtin_rubrics_dir().glob("*.j2"):
+        (folder / source.name).write_text(source.read_text())
+    run(make_judge(server, tmp_path, rubrics=folder), [PARIS, TWO_CALLS])
+    assert len(server.chat_requests) == 4
+    edited = folder / "arguments.j2"
+    edited.write_text(edited.read_text().replace('version = "', 'version = "9'))
+    run(make_judge(server, tmp_path, rubrics=folder), [PARIS, TWO_CALLS])
+    new = server.chat_requests[4:]
+    assert len(new) == 2  # the arguments questions; selection came from the cache
+    assert all("verdicts" in requested_schema(r.body)["properties"] for r in new)

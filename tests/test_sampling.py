@@ -39,10 +39,28 @@ def test_draw_is_seeded_stratified_and_keeps_rare_strata(tmp_path: Path) -> None
     cases = list(load_cases(many(tmp_path)))
     first = draw(cases, 20, ["tool"], seed=1)
     assert first == draw(cases, 20, ["tool"], seed=1)
-    assert first != draw(cases, 20, ["tool"], seed=2)
-    assert len(first) == 20 == len(set(first))
-    tools = Counter(cases[i].tool_calls[0].name for i in first)
+    assert first.indices != draw(cases, 20, ["tool"], seed=2).indices
+    assert len(first.indices) == 20 == len(set(first.indices))
+    tools = Counter(cases[i].tool_calls[0].name for i in first.indices)
     assert tools["get_time"] >= 1  # 2% of the cases, still drawn
+    assert (first.strata, first.left_out) == (2, 0)
+
+
+def test_more_strata_than_room_is_said(tmp_path: Path) -> None:
+    source = tmp_path / "cases.jsonl"
+    rows = [
+        case([call("get_weather", {})], meta={"k": f"s{i}"}) | {"id": f"c{i}"} for i in range(8)
+    ]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    drawn = draw(list(load_cases(source)), 5, ["meta.k"])
+    assert (len(drawn.indices), drawn.strata, drawn.left_out) == (5, 8, 3)
+    out = tmp_path / "sample.jsonl"
+    done = CliRunner().invoke(
+        main, ["sample", str(source), "--n", "5", "--stratify", "meta.k", "-o", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    assert "warning: 8 strata for --n 5: 3 strata have no case in the sample" in done.stderr
+    assert len(out.read_text().splitlines()) == 5
 
 
 def test_draw_rejects_an_unknown_stratum(tmp_path: Path) -> None:
@@ -193,6 +211,25 @@ def test_terminal_labeller_saves_every_answer_and_resumes(tmp_path: Path) -> Non
     screen.answer("arguments:", "n")
     assert "labelled 1 cases; 0 left" in screen.finish()
     assert labels(sample)[2] == {"selection": "incorrect", "arguments": None}
+
+
+def test_quitting_at_the_arguments_question_asks_the_case_again(tmp_path: Path) -> None:
+    # Regression: the selection label alone marked the case done, so its arguments label
+    # was never asked again.
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text(json.dumps(case([call("get_weather", {"city": "Paris"})]) | {"id": "a"}))
+    screen = Terminal(sample)
+    screen.answer("selection:", "c")
+    screen.answer("arguments:", "q")
+    assert "labelled 0 cases; 1 left" in screen.finish()
+    assert labels(sample) == [{"selection": "correct"}]
+
+    screen = Terminal(sample)
+    screen.expect("=== [1/1] a ===")
+    screen.answer("selection:", "c")
+    screen.answer("arguments:", "c")
+    assert "labelled 1 cases; 0 left" in screen.finish()
+    assert labels(sample) == [{"selection": "correct", "arguments": "correct"}]
 
 
 def test_a_bad_line_in_a_sample_names_its_real_line_number(tmp_path: Path) -> None:

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from judge import Match
 from judge._rubric import load_rubrics
+from judge.cli import main
 from tests.chat_server import ChatServer, Reply, answer, completion
 from tests.test_judge import make_judge, run
 from tests.test_trajectory import REFERENCE, L, N, R, path_case
@@ -82,6 +84,19 @@ def test_rubric_list_and_show(tmp_path: Path) -> None:
     rubrics = load_rubrics()
     assert rubrics.trajectory is not None
     assert load_rubrics(kind="small").trajectory is not None  # the default one, shared
+    # Regression: `show trajectory` built a judge that never judges trajectories, so it
+    # always said it would send nothing.
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(path_case([L, R, N], REFERENCE)) + "\n")
+    shown = CliRunner().invoke(
+        main, ["rubric", "show", "trajectory", "--case", str(cases), "--id", "path"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "would send nothing" not in shown.stdout
+    user = shown.stdout.split("===== user =====\n", 1)[1].split("===== reply schema", 1)[0]
+    timeline = user.split("<trajectory>", 1)[1].split("</trajectory>", 1)[0]
+    assert timeline.index("step 0") < timeline.index("step 1") < timeline.index("step 2")
+    assert "lookup" in timeline and "refund" in timeline and "notify" in timeline
 
 
 @pytest.mark.skipif(
