@@ -5,13 +5,12 @@ results = check("cases.jsonl")
 frame = results.to_pandas()
 """
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from judge._calls import Response, ToolCall
 from judge._case import Case, ExpectedCall, Labels, Tool
 from judge._check import check, check_case, iter_check
-from judge._client import JudgeEndpointError
-from judge._compare import Comparison, ModelStats, PairedDifference, compare_runs
 from judge._env import (
     Environment,
     StateDiff,
@@ -21,16 +20,12 @@ from judge._env import (
     replay,
 )
 from judge._errors import CaseError, InputError, JudgeError
-from judge._grade import Judge, ReplyError, grade
 from judge._grounding import UngroundedValue
 from judge._loading import LoadedCases, iter_cases, load_cases
 from judge._match import Match
 from judge._repeats import RepeatStats, pass_at_k, pass_hat_k, repeat_stats
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
-from judge._retry import RetryPolicy
 from judge._rubric import Rubric, RubricError, RubricSet, load_rubrics
-from judge._runs import RunRecord, read_runs
-from judge._schema import json_schema
 from judge._trajectory import TrajectoryReport
 from judge._values import ArgumentRule, Rules, json_equal
 from judge._verdict import (
@@ -42,6 +37,35 @@ from judge._verdict import (
     SelectionVerdict,
     Usage,
 )
+
+# What needs the OpenAI SDK, numpy statistics or FastAPI is imported on first use, so that
+# `import judge` and `judge check` start in a fraction of the time.
+_LAZY = {
+    "JudgeEndpointError": "judge._client",
+    "RetryPolicy": "judge._retry",
+    "Judge": "judge._grade",
+    "ReplyError": "judge._grade",
+    "grade": "judge._grade",
+    "Comparison": "judge._compare",
+    "ModelStats": "judge._compare",
+    "PairedDifference": "judge._compare",
+    "compare_runs": "judge._compare",
+    "RunRecord": "judge._runs",
+    "read_runs": "judge._runs",
+    "json_schema": "judge._schema",
+    "create_app": "judge._service",
+    "Limits": "judge._service_body",
+}
+
+if TYPE_CHECKING:
+    from judge._client import JudgeEndpointError
+    from judge._compare import Comparison, ModelStats, PairedDifference, compare_runs
+    from judge._grade import Judge, ReplyError, grade
+    from judge._retry import RetryPolicy
+    from judge._runs import RunRecord, read_runs
+    from judge._schema import json_schema
+    from judge._service import create_app
+    from judge._service_body import Limits
 
 __all__ = [
     "Agreement",
@@ -108,13 +132,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The HTTP service is imported on first use: checking cases needs no FastAPI.
-    if name == "create_app":
-        from judge._service import create_app
-
-        return create_app
-    if name == "Limits":
-        from judge._service_body import Limits
-
-        return Limits
-    raise AttributeError(f"module 'judge' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'judge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

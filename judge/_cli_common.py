@@ -7,16 +7,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from judge._calibration import GateRefusal, check_gate, load_record
 from judge._cli_match import trajectory_from
 from judge._errors import JudgeError
-from judge._grade import DEFAULT_SEED, Judge
 from judge._result import CaseResult
 from judge._summary import Summary
+from judge._verdict import DEFAULT_SEED
+
+if TYPE_CHECKING:
+    from judge._grade import Judge
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_UNREADABLE = 2
@@ -159,6 +161,8 @@ def make_judge(options: dict[str, Any]) -> Judge:
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"--extra-body is not JSON: {exc}") from None
     no_cache = options.pop("no_cache")
+    from judge._grade import Judge  # the OpenAI SDK: only for commands that judge
+
     return Judge(extra_body=extra_body, cache=not no_cache, **options)
 
 
@@ -185,6 +189,8 @@ def judge_for(
 
 def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
     """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
+    from judge._calibration import GateRefusal, check_gate, load_record
+
     try:
         record = load_record(path)
         check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)

@@ -46,6 +46,7 @@ from judge._retry import RetryPolicy
 from judge._rubric import Rubric, RubricSet, load_rubrics
 from judge._structure import SchemaCache
 from judge._verdict import (
+    DEFAULT_SEED,
     ArgumentVerdict,
     JudgeOutcome,
     Provenance,
@@ -58,7 +59,6 @@ from judge._verdict import (
     trajectory_schema,
 )
 
-DEFAULT_SEED = 7
 MAX_REASKS = 2
 FormatChoice = Literal["auto", "json_schema", "json_object", "tool"]
 _FALLBACK: dict[str, ResponseFormat] = {"json_schema": "json_object", "json_object": "tool"}

@@ -187,7 +187,7 @@ def _from_validation(
 ) -> CaseError:
     errors = exc.errors(include_url=False)
     first = errors[0]
-    pointer = json_pointer(part for part in first["loc"] if not _is_union_tag(part))
+    pointer = error_pointer(first["loc"])
     message = first["msg"].removeprefix("Value error, ")
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, ShapeError):
@@ -195,6 +195,17 @@ def _from_validation(
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return CaseError(message, source=source, line=line, case_id=case_id, pointer=pointer)
+
+
+def error_pointer(location: Iterable[str | int]) -> str:
+    """The JSON pointer of a pydantic error location (union member names left out)."""
+    return json_pointer(part for part in location if not _is_union_tag(part))
+
+
+def first_error(exc: ValidationError) -> str:
+    """`/pointer: message` of a validation error's first problem."""
+    error = exc.errors(include_url=False)[0]
+    return f"{error_pointer(error['loc']) or '/'}: {error['msg']}"
 
 
 def _is_union_tag(part: str | int) -> bool:

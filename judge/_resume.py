@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from judge._errors import InputError
 from judge._files import write_atomically
+from judge._loading import first_error
 from judge._result import CaseResult, FailureKind
 from judge._verdict import JudgeOutcome
 
@@ -48,7 +49,7 @@ def finished_results(
                 print(f"judge: {path}:{number}: a last line cut short", file=sys.stderr)
                 continue
             except ValidationError as exc:
-                raise InputError(_not_ours(path, number, _first_error(exc))) from None
+                raise InputError(_not_ours(path, number, first_error(exc))) from None
             if result.judge is None and not _unreadable_case(result):
                 raise InputError(_not_ours(path, number, "no judge verdict: a check result?"))
             if result.judge is None or result.judge.status not in _DONE:
@@ -75,9 +76,3 @@ def _not_ours(path: Path, number: int, why: str) -> str:
         f"{path}:{number}: not a result of `judge grade` ({why}): -o takes a results file "
         "(to resume it) or a new one, and only its last line may be cut short"
     )
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    pointer = "".join(f"/{part}" for part in error["loc"])
-    return f"{pointer or '/'}: {error['msg']}"

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judge._errors import InputError
 from judge._files import write_atomically
+from judge._loading import first_error
 from judge._result import CaseResult, Failure
 from judge._verdict import JudgeOutcome
 
@@ -123,7 +124,7 @@ def read_runs(path: str | Path) -> list[RunRecord]:
             try:
                 record = RunRecord.model_validate(data)
             except ValidationError as exc:
-                raise InputError(_not_a_record(path, number, _first_error(exc))) from None
+                raise InputError(_not_a_record(path, number, first_error(exc))) from None
             latest.pop(record.key, None)  # re-inserted: file order follows the latest line
             latest[record.key] = record
     if cut is not None:
@@ -136,12 +137,6 @@ def _not_a_record(path: Path, number: int, why: str) -> str:
         f"{path}:{number}: not a run record ({why}): a runs file holds the lines `judge run` "
         "writes, and only its last line may be cut short"
     )
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    pointer = "".join(f"/{part}" for part in error["loc"])
-    return f"{pointer or '/'}: {error['msg']}"
 
 
 def compact(path: str | Path, records: Iterable[RunRecord]) -> None:

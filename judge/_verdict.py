@@ -35,6 +35,10 @@ ArgumentProblem = Literal[
 ]
 
 
+DEFAULT_SEED = 7
+"""The judge's seed unless told otherwise (sample i asks with seed + i)."""
+
+
 TrajectoryProblem = Literal[
     "needless_call",
     "missing_step",

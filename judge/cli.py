@@ -1,9 +1,13 @@
-"""The `judge` command line: parse options, call the library, print."""
+"""The `judge` command line: parse options, call the library, print.
+
+`judge check` is defined here and needs only the deterministic checks; every other command
+lives in a module imported when that command runs, so `judge check` never loads the OpenAI
+SDK, FastAPI or the statistics libraries.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
+import importlib
 import os
 import sys
 from contextlib import ExitStack
@@ -12,15 +16,10 @@ from typing import IO, Any
 import click
 import orjson
 
-from judge._calls import ShapeError
 from judge._check import iter_check
 from judge._cli_common import (
     EXIT_BELOW_THRESHOLD,
-    EXIT_ENDPOINT,
     EXIT_UNREADABLE,
-    calibration_options,
-    judge_for,
-    judge_options,
     line_count,
     parse_rate,
     print_summary,
@@ -29,20 +28,43 @@ from judge._cli_common import (
     require_files,
     summary_format_option,
 )
-from judge._cli_data import COMMANDS
-from judge._cli_match import judge_trajectory_option, trajectory_from, trajectory_options
-from judge._cli_run import COMMANDS as RUN_COMMANDS
-from judge._cli_service import COMMANDS as SERVICE_COMMANDS
-from judge._client import JudgeEndpointError
-from judge._errors import InputError, JudgeError
-from judge._grade import Judge, Plan
-from judge._loading import load_cases
-from judge._resume import finished_results
-from judge._rubric import load_rubrics
+from judge._cli_match import trajectory_from, trajectory_options
+from judge._errors import InputError
 from judge._summary import Summary
 
+# Command name -> the module that defines it (in its COMMANDS).
+_LAZY_COMMANDS = {
+    "grade": "judge._cli_grade",
+    "rubric": "judge._cli_grade",
+    "calibrate": "judge._cli_data",
+    "sample": "judge._cli_data",
+    "bfcl": "judge._cli_data",
+    "label": "judge._cli_data",
+    "labels": "judge._cli_data",
+    "local": "judge._cli_data",
+    "run": "judge._cli_run",
+    "compare": "judge._cli_run",
+    "regrade": "judge._cli_run",
+    "serve": "judge._cli_service",
+    "schema": "judge._cli_service",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A group whose commands, but `check`, are imported when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = _LAZY_COMMANDS.get(cmd_name)
+        if module is None:
+            return super().get_command(ctx, cmd_name)
+        commands: tuple[click.Command, ...] = importlib.import_module(module).COMMANDS
+        return next(c for c in commands if c.name == cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tool-call-judge", prog_name="judge")
 def main() -> None:
     """Grade the tool calls of LLM agents."""
@@ -122,217 +144,6 @@ def check_command(
             shown = "no gradable case" if rate is None else f"pass rate {rate:.1%}"
             click.echo(f"judge check: {shown} is under --fail-under {fail_under:.1%}", err=True)
             sys.exit(EXIT_BELOW_THRESHOLD)
-
-
-@main.command("grade")
-@click.argument("cases", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Append one result per line here as cases finish; rerun with the same file "
-    "to resume (default, or -: standard output).",
-)
-@judge_options
-@calibration_options
-@click.option(
-    "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
-)
-@click.option(
-    "--price-per-mtok", type=float, help="USD per million prompt tokens, to price a --dry-run."
-)
-@judge_trajectory_option
-@trajectory_options
-@summary_format_option
-@click.option(
-    "--fail-under",
-    callback=parse_rate,
-    metavar="RATE",
-    help="Exit 1 when the judge's pass rate (selection and arguments correct, over "
-    "cases judged ok) is lower.",
-)
-def grade_command(
-    cases: tuple[str, ...],
-    output: str | None,
-    calibration: str | None,
-    strict: bool,
-    force: bool,
-    dry_run: bool,
-    price_per_mtok: float | None,
-    summary_format: str,
-    fail_under: float | None,
-    **judge_options: Any,
-) -> None:
-    """Grade CASES with the deterministic checks and the LLM judge."""
-    require_files(cases)
-    output = None if output == "-" else output
-    if output is not None and any(_same_file(path, output) for path in cases):
-        click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)
-    if calibration is not None and judge.trajectory:
-        click.echo(
-            "judge grade: the calibration covers selection and arguments; the trajectory "
-            "verdicts are not calibrated",
-            err=True,
-        )
-    if dry_run:
-        try:
-            plan = asyncio.run(_plan(judge, cases))
-        except InputError as exc:
-            click.echo(f"judge grade: {exc}", err=True)
-            sys.exit(EXIT_UNREADABLE)
-        lines = [
-            f"cases to judge: {plan.cases}",
-            f"requests to send: {plan.requests} ({dict(plan.by_dimension)})",
-            f"answered from cache: {plan.cached}",
-            f"prompt tokens (estimated): {plan.prompt_tokens}",
-        ]
-        if plan.unrenderable:
-            lines.append(f"cases the rubrics cannot render (judge_error): {plan.unrenderable}")
-        if price_per_mtok is not None:
-            lines.append(
-                f"prompt cost (estimated): ${plan.prompt_tokens * price_per_mtok / 1e6:.4f}"
-            )
-        click.echo("\n".join(lines))
-        return
-    summary = Summary()
-    try:
-        asyncio.run(_grade(judge, cases, output, summary))
-    except JudgeEndpointError as exc:
-        click.echo(f"judge grade: {exc}", err=True)
-        sys.exit(EXIT_ENDPOINT)
-    except InputError as exc:
-        click.echo(f"judge grade: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    print_summary(summary, summary_format, sys.stderr if output is None else sys.stdout)
-    verdicts = summary.verdicts
-    if fail_under is not None:
-        rate = verdicts.pass_rate if verdicts else None
-        if rate is None or rate < fail_under:
-            shown = "no case judged" if rate is None else f"judge pass rate {rate:.1%}"
-            click.echo(f"judge grade: {shown} is under --fail-under {fail_under:.1%}", err=True)
-            sys.exit(EXIT_BELOW_THRESHOLD)
-
-
-async def _plan(judge: Judge, cases: tuple[str, ...]) -> Plan:
-    async with judge:
-        return await judge.plan(*cases)
-
-
-def _same_file(path: str, other: str) -> bool:
-    try:
-        return path != "-" and os.path.samefile(path, other)
-    except OSError:  # `other` does not exist yet
-        return False
-
-
-async def _grade(
-    judge: Judge, cases: tuple[str, ...], output: str | None, summary: Summary
-) -> None:
-    done = finished_results(output, judge.differs_from) if output else []
-    for result in done:
-        summary.add(result)
-    skip = {r.id for r in done}
-    sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
-    show = sys.stderr.isatty()
-    try:
-        async with judge:
-            for path in cases:
-                total = line_count(path) if show else None
-                with progress_bar(
-                    os.path.basename(path), total and total - len(skip), show
-                ) as step:
-                    async for result in judge.iter_grade(path, skip=skip):
-                        summary.add(result)
-                        sink.write(
-                            orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
-                        )
-                        sink.flush()  # a finished result is never lost
-                        report_invalid(result)
-                        step(1)
-    finally:
-        if output:
-            sink.close()
-
-
-@main.group("rubric")
-def rubric_group() -> None:
-    """Inspect rubrics."""
-
-
-@rubric_group.command("list")
-@click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
-@click.option("--small", is_flag=True, help="The rubrics of the embedded small judge.")
-def rubric_list(rubrics: str | None, small: bool) -> None:
-    """List the rubrics with their version and content hash."""
-    found = load_rubrics(rubrics, kind="small" if small else "default")
-    for rubric in found.all:
-        click.echo(
-            f"{rubric.name}\t{rubric.dimension}\tv{rubric.version}\t"
-            f"{rubric.sha256[:12]}\t{rubric.path}"
-        )
-
-
-@rubric_group.command("show")
-@click.argument("name")
-@click.option("--case", "case_file", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--id", "case_id", required=True, help="The case to render.")
-@click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
-@click.option("--small", is_flag=True, help="The rubrics of the embedded small judge.")
-@click.option("--model", help="The judge, as for `judge grade` (it picks the rubric set).")
-@click.option("--base-url", help="The judge's endpoint, as for `judge grade`.")
-@click.option("--judge-broken", is_flag=True)
-def rubric_show(
-    name: str,
-    case_file: str,
-    case_id: str,
-    rubrics: str | None,
-    small: bool,
-    model: str | None,
-    base_url: str | None,
-    judge_broken: bool,
-) -> None:
-    """Print exactly what rubric NAME would send for one case: messages and reply schema.
-    The rubric set is the one `judge grade` would use with the same --model, --base-url and
-    --rubrics (the small set for the embedded judge)."""
-    case = next((c for c in load_cases(case_file) if c.id == case_id), None)
-    if case is None:
-        click.echo(f"judge rubric show: no case {case_id!r} in {case_file}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    try:
-        chosen = load_rubrics(kind="small") if small and rubrics is None else rubrics
-        settings: dict[str, Any] = {
-            "model": model,
-            "base_url": base_url,
-            "judge_broken": judge_broken,
-            "cache": False,
-        }
-        judge = Judge(rubrics=chosen, **settings)
-        rubric = judge.rubrics.named(name)
-        if rubric.dimension == "trajectory":  # asked only of a judge that judges trajectories
-            judge = Judge(rubrics=judge.rubrics, trajectory=True, **settings)
-        questions = judge.questions(case, judge.check(case))[2]
-    except (JudgeError, ShapeError) as exc:  # no such rubric, or it cannot render the case
-        click.echo(f"judge rubric show: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    asked = [q for q in questions if q.rubric is rubric]
-    if not asked:
-        click.echo(
-            f"# rubric {rubric.name!r} would send nothing for case {case_id!r}: its "
-            "verdicts are decided without asking (see `judge check`)."
-        )
-        return
-    for question in asked:
-        for message in question.messages:
-            click.echo(f"===== {message['role']} =====")
-            click.echo(message["content"])
-        click.echo("===== reply schema =====")
-        click.echo(json.dumps(question.schema, indent=2))
-
-
-for _command in (*COMMANDS, *SERVICE_COMMANDS, *RUN_COMMANDS):
-    main.add_command(_command)
 
 
 if __name__ == "__main__":

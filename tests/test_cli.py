@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from judge.cli import main
 from tests.helpers import call, case
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
+
 PASSING = case(
     [call("get_weather", {"city": "Paris"})],
     [{"name": "get_weather", "arguments": {"city": "Paris"}}],
@@ -141,3 +143,21 @@ def test_progress_bar_does_not_touch_the_results(tmp_path: Path) -> None:
     result = run(str(cases), "-o", str(out), "--progress", "--format", "json")
     assert result.exit_code == 0
     assert len(out.read_text().splitlines()) == 300
+
+
+def test_check_loads_neither_the_openai_sdk_nor_fastapi(tmp_path: Path) -> None:
+    # `judge check` starts fast: the judge's, runner's and service's libraries stay unloaded.
+    probe = (
+        "import sys, runpy; sys.argv = ['judge', 'check', sys.argv[1], '-o', sys.argv[2]]\n"
+        "try:\n    runpy.run_module('judge', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('openai', 'fastapi', 'sklearn', 'matplotlib') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(EXAMPLES), str(tmp_path / "out.jsonl")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 9

@@ -333,7 +333,7 @@ def test_inputs_are_not_counted_without_a_progress_bar(
     def counted(path: str) -> int:
         raise AssertionError(f"{path} was counted with no progress bar shown")
 
-    monkeypatch.setattr("judge.cli.line_count", counted)
+    monkeypatch.setattr("judge._cli_grade.line_count", counted)
     cases = write(tmp_path / "c.jsonl", [no_call(1)])
     done = grade(server, tmp_path, str(cases), "-o", str(tmp_path / "r.jsonl"))
     assert done.exit_code == 0, done.output
