@@ -7,16 +7,15 @@ response exactly as the endpoint sent it.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import openai
 
-from judge._client import Endpoint, JudgeEndpointError, sdk_client
+from judge._client import Endpoint, EndpointClient, JudgeEndpointError
 from judge._errors import JudgeError
-from judge._retry import RateGate, RetryPolicy, call_with_retries, is_quota_exhausted
+from judge._retry import RetryPolicy, is_quota_exhausted
 
 
 class CandidateEndpointError(JudgeEndpointError):
@@ -39,7 +38,7 @@ class Answer:
     attempts: int
 
 
-class CandidateClient:
+class CandidateClient(EndpointClient):
     """Requests to one OpenAI-compatible endpoint on behalf of candidate models."""
 
     def __init__(
@@ -51,11 +50,7 @@ class CandidateClient:
         policy: RetryPolicy | None = None,
         key_hint: str = "OPENROUTER_API_KEY",
     ) -> None:
-        self.endpoint = endpoint
-        self._client = sdk_client(endpoint, timeout)
-        self._slots = asyncio.Semaphore(concurrency)
-        self._policy = policy or RetryPolicy()
-        self._gate = RateGate()
+        super().__init__(endpoint, concurrency=concurrency, timeout=timeout, policy=policy)
         self._key_hint = key_hint
 
     async def models(self) -> Any:
@@ -64,7 +59,7 @@ class CandidateClient:
         async def send() -> Any:
             return await self._client.get("/models", cast_to=object)
 
-        return await self._call(send, "GET /models")
+        return await self.request(send, "GET /models")
 
     async def chat(self, body: dict[str, Any]) -> Answer:
         """One chat completion for `body` (with retries on transient faults)."""
@@ -81,24 +76,13 @@ class CandidateClient:
                 took = time.perf_counter() - start
                 return reply
 
-        reply = await self._call(send, f"model {body.get('model')!r}")
+        reply = await self.request(send, f"model {body.get('model')!r}")
         return Answer(body=reply, latency_s=took, attempts=attempts)
 
-    async def _call(self, send: Any, what: str) -> Any:
-        try:
-            return await call_with_retries(send, self._policy, self._gate)
-        except openai.APIStatusError as exc:
-            raise self._classify(exc, what) from None
-        except openai.APIConnectionError as exc:
-            raise CandidateRequestError(
-                f"cannot reach {self.endpoint.base_url} ({what}): {exc}"
-            ) from None
-        except (openai.APIError, ValueError) as exc:
-            raise CandidateRequestError(
-                f"{self.endpoint.base_url} sent an unreadable reply ({what}): {exc}"
-            ) from None
+    def failed(self, message: str) -> JudgeError:
+        return CandidateRequestError(message)
 
-    def _classify(self, exc: openai.APIStatusError, what: str) -> JudgeError:
+    def refused(self, exc: openai.APIStatusError, what: str) -> JudgeError:
         where = f"the candidates' endpoint {self.endpoint.base_url} ({what})"
         status, detail = exc.status_code, exc.message
         if status == 401:
@@ -117,6 +101,3 @@ class CandidateClient:
         return CandidateRequestError(
             f"{where} kept failing ({status}), retries exhausted: {detail}"
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()

@@ -10,21 +10,18 @@ from itertools import permutations
 from math import perm
 from typing import Any
 
-import orjson
-
+from judge._arguments import Fault, Problem, describe, faults, show
 from judge._calls import ShapeError, ToolCall
 from judge._case import Case, ExpectedCall
 from judge._env import EnvironmentFactory, StateReport, load_factory, replay
 from judge._errors import CaseError
 from judge._loading import fallback_id, iter_cases
-from judge._match import ArgsCompare, ArgsMode, Match
+from judge._match import Match
 from judge._result import CaseResult, CheckResults, Failure, FailureKind
-from judge._structure import SchemaCache, parse_arguments, pointer
+from judge._structure import SchemaCache, parse_arguments
 from judge._trajectory import TrajectoryCall, TrajectoryReport, out_of_order, trajectory_calls
-from judge._values import ArgumentRule, Rules, is_matcher, json_equal, rule_for
+from judge._values import Rules
 
-Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
-_MAX_SHOWN = 120
 _EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
 _UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
 
@@ -273,11 +270,11 @@ def _state_problems(state: StateReport) -> list[tuple[int | None, Problem]]:
     problems: list[tuple[int | None, Problem]] = []
     for d in state.diff:
         if d.change == "missing":
-            message = f"the reference's state has {_show(d.expected)} here; the candidate's none"
+            message = f"the reference's state has {show(d.expected)} here; the candidate's none"
         elif d.change == "added":
-            message = f"the candidate's state has {_show(d.actual)} here; the reference's none"
+            message = f"the candidate's state has {show(d.actual)} here; the reference's none"
         else:
-            message = f"state is {_show(d.actual)}, the reference reaches {_show(d.expected)}"
+            message = f"state is {show(d.actual)}, the reference reaches {show(d.expected)}"
         problems.append((None, (FailureKind.STATE_MISMATCH, d.path, message)))
     return problems
 
@@ -350,7 +347,7 @@ def _pair(
             missing.extend(theirs)
             continue
         compare = how.args_for(name)
-        table = [[_faults(parsed[c], expected[e], compare, rules) for e in theirs] for c in mine]
+        table = [[faults(parsed[c], expected[e], compare, rules) for e in theirs] for c in mine]
         if len(mine) == 1 == len(theirs):
             chosen = [(0, 0)]
         else:
@@ -366,7 +363,7 @@ def _pair(
             ]
             chosen = _assign(costs)
         for a, b in chosen:
-            found = [_describe(fault) for fault in table[a][b] or ()]
+            found = [describe(fault) for fault in table[a][b] or ()]
             pairs.append((mine[a], theirs[b], found))
         paired_calls = {a for a, _ in chosen}
         paired_expected = {b for _, b in chosen}
@@ -407,130 +404,6 @@ def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
     return [(int(r), int(c)) for r, c in zip(picked_rows, picked_cols, strict=True)]
 
 
-# A fault is found cheaply for every candidate pairing; its message is written only for the
-# pairing that is kept: (kind, path to the argument, the value given, the acceptable values,
-# or a ready message).
-Fault = tuple[FailureKind, tuple[str, ...], Any, list[Any] | None, str | None]
-_ABSENT = object()
-
-
-def _faults(
-    arguments: dict[str, Any] | None,
-    expected: ExpectedCall,
-    compare: ArgsMode | list[str] | ArgsCompare,
-    rules: Rules | None,
-) -> list[Fault] | None:
-    """What is wrong with `arguments` for `expected` under an argument mode; None when they
-    could not be parsed."""
-    if arguments is None:
-        return None
-    if compare == "ignore":
-        return []
-    if callable(compare):
-        return _judged_by(compare, arguments, expected)
-    if isinstance(compare, list):
-        return _path_faults(arguments, expected, compare, rules)
-    found: list[Fault] = []
-    for key, want in expected.arguments.items():
-        if key not in arguments and compare == "subset":
-            continue
-        fault = _value_fault(expected.name, (key,), arguments.get(key, _ABSENT), want, rules)
-        if fault is not None:
-            found.append(fault)
-    if compare in ("exact", "subset"):
-        for key in arguments.keys() - expected.arguments.keys():
-            rule = rule_for(rules, expected.name, key) if rules else None
-            if rule is None or not rule.ignore:
-                found.append((FailureKind.WRONG_VALUE, (key,), arguments[key], [], None))
-    return found
-
-
-def _value_fault(
-    tool: str, path: tuple[str, ...], got: Any, want: Any, rules: Rules | None
-) -> Fault | None:
-    """The fault of one value (`_ABSENT` when left out) against an expected one or a matcher."""
-    rule = rule_for(rules, tool, path[0]) if rules else None
-    if rule is not None and rule.ignore:
-        return None
-    if is_matcher(want):
-        options: list[Any] | None = want.get("$any")
-        optional = bool(want.get("$optional", False))
-    else:
-        options, optional = [want], False
-    if got is _ABSENT:
-        return None if optional else (FailureKind.MISSING_ARGUMENT, path, None, options, None)
-    if options is not None and not any(_matches(got, o, rule) for o in options):
-        return FailureKind.WRONG_VALUE, path, got, options, None
-    return None
-
-
-def _path_faults(
-    arguments: dict[str, Any], expected: ExpectedCall, paths: list[str], rules: Rules | None
-) -> list[Fault]:
-    found: list[Fault] = []
-    for path in paths:
-        parts = _parts(path)
-        want = _lookup(expected.arguments, parts)
-        got = _lookup(arguments, parts)
-        if want is _ABSENT:
-            if got is not _ABSENT:
-                found.append((FailureKind.WRONG_VALUE, parts, got, [], None))
-            continue
-        fault = _value_fault(expected.name, parts, got, want, rules)
-        if fault is not None:
-            found.append(fault)
-    return found
-
-
-def _judged_by(
-    compare: ArgsCompare, arguments: dict[str, Any], expected: ExpectedCall
-) -> list[Fault]:
-    name = getattr(compare, "__qualname__", type(compare).__name__)
-    try:
-        if compare(arguments, dict(expected.arguments)):
-            return []
-        message = f"the arguments were rejected by {name}"
-    except Exception as exc:
-        message = f"{name} raised {type(exc).__name__}: {exc}"
-    return [(FailureKind.WRONG_VALUE, (), arguments, None, message)]
-
-
-def _parts(path: str) -> tuple[str, ...]:
-    """An argument path: a name (`order_id`) or a JSON pointer (`/address/city`)."""
-    if not path.startswith("/"):
-        return (path,)
-    return tuple(p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/"))
-
-
-def _lookup(data: Any, parts: tuple[str, ...]) -> Any:
-    for part in parts:
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
-            data = data[int(part)]
-        else:
-            return _ABSENT
-    return data
-
-
-def _describe(fault: Fault) -> Problem:
-    kind, parts, got, options, note = fault
-    path = pointer(parts)
-    shown = "/".join(parts)
-    if note is not None:
-        return kind, path, note
-    if kind is FailureKind.MISSING_ARGUMENT:
-        return kind, path, f"expected argument {shown!r} is missing"
-    if not options:
-        return kind, path, f"argument {shown!r} must be left out, got {_show(got)}"
-    want = _show(options[0]) if len(options) == 1 else f"one of {_show(options)}"
-    return kind, path, f"argument {shown!r} is {_show(got)}, expected {want}"
-
-
-def _matches(got: Any, want: Any, rule: ArgumentRule | None) -> bool:
-    return json_equal(got, want) if rule is None else rule.matches(got, want)
-
-
 def _unknown(name: str, tools: dict[str, Any]) -> str:
     message = f"{name!r} is not one of the case's tools"
     if name.strip() in tools:
@@ -539,8 +412,3 @@ def _unknown(name: str, tools: dict[str, Any]) -> str:
     if close:
         return message + f" (did you mean {close[0]!r}?)"
     return message + f" ({', '.join(sorted(tools)) or 'no tools were offered'})"
-
-
-def _show(value: Any) -> str:
-    text = orjson.dumps(value, default=repr).decode()
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."

@@ -225,7 +225,7 @@ def rubric_show(
         rubric = judge.rubrics.named(name)
         if rubric.dimension == "trajectory":  # asked only of a judge that judges trajectories
             judge = Judge(rubrics=judge.rubrics, trajectory=True, **settings)
-        questions = judge.questions(case, judge.check(case))[2]
+        questions = judge.questions(case, judge.check(case)).questions
     except (JudgeError, ShapeError) as exc:  # no such rubric, or it cannot render the case
         click.echo(f"judge rubric show: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)

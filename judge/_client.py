@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import openai
@@ -20,6 +20,8 @@ from judge._retry import (
     is_quota_exhausted,
     is_retryable,
 )
+
+T = TypeVar("T")
 
 ResponseFormat = Literal["json_schema", "json_object", "tool"]
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -118,6 +120,16 @@ class Reply:
     completion_tokens: int
 
 
+async def serving(endpoint: Endpoint | None, concurrency: int) -> tuple[Endpoint, int]:
+    """The endpoint to ask and how many requests at once: None is the embedded model, started
+    on first use, which answers one request at a time."""
+    if endpoint is not None:
+        return endpoint, concurrency
+    from judge._local import local_endpoint
+
+    return await asyncio.to_thread(local_endpoint), 1
+
+
 def sdk_client(endpoint: Endpoint, timeout: float) -> openai.AsyncOpenAI:
     """The OpenAI SDK's client for an endpoint, with its own retries off (one retry layer:
     ours, in `judge._retry`)."""
@@ -131,8 +143,9 @@ def sdk_client(endpoint: Endpoint, timeout: float) -> openai.AsyncOpenAI:
     )
 
 
-class ChatClient:
-    """Chat completions against one endpoint: bounded concurrency, one retry layer."""
+class EndpointClient:
+    """One OpenAI-compatible endpoint: the SDK with its own retries off, bounded concurrency,
+    and the one retry policy of `judge._retry`. Subclasses say what a refusal means."""
 
     def __init__(
         self,
@@ -147,7 +160,33 @@ class ChatClient:
         self._slots = asyncio.Semaphore(concurrency)
         self._policy = policy or RetryPolicy()
         self._gate = RateGate()
-        self.requests = 0
+
+    async def request(self, send: Callable[[], Awaitable[T]], what: str) -> T:
+        """`send()` with retries on transient faults; a failure for good is the subclass's
+        `refused` (an HTTP status) or `failed` (no usable HTTP reply)."""
+        try:
+            return await call_with_retries(send, self._policy, self._gate)
+        except openai.APIStatusError as exc:
+            raise self.refused(exc, what) from None
+        except openai.APIConnectionError as exc:
+            raise self.failed(f"cannot reach {self.endpoint.base_url} ({what}): {exc}") from None
+        except (openai.APIError, ValueError) as exc:  # a body that is not the JSON asked for
+            raise self.failed(
+                f"{self.endpoint.base_url} sent an unreadable reply ({what}): {exc}"
+            ) from None
+
+    def refused(self, exc: openai.APIStatusError, what: str) -> JudgeError:
+        raise NotImplementedError
+
+    def failed(self, message: str) -> JudgeError:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+class ChatClient(EndpointClient):
+    """The judge's chat completions: a reply that fits a verdict schema."""
 
     async def complete(
         self,
@@ -177,27 +216,20 @@ class ChatClient:
 
         async def send() -> ChatCompletion:
             async with self._slots:
-                self.requests += 1
                 # The SDK's own POST: its errors, timeouts and parsing, without the per-field
                 # transform of `create`, which costs more CPU than the request itself.
                 return await self._client.post(
                     "/chat/completions", body=body, cast_to=ChatCompletion
                 )
 
-        try:
-            completion = await call_with_retries(send, self._policy, self._gate)
-        except openai.APIStatusError as exc:
-            raise _classify_failure(exc, self.endpoint) from None
-        except openai.APIConnectionError as exc:
-            raise JudgeRequestError(
-                f"cannot reach the judge at {self.endpoint.base_url}: {exc}"
-            ) from None
-        except (openai.APIError, ValueError) as exc:  # a body that is not chat-completions JSON
-            raise JudgeRequestError(f"the judge endpoint sent an unreadable reply: {exc}") from None
+        completion = await self.request(send, f"judge model {self.endpoint.model}")
         return _reply(completion, mode)
 
-    async def aclose(self) -> None:
-        await self._client.close()
+    def refused(self, exc: openai.APIStatusError, what: str) -> JudgeError:
+        return _classify_failure(exc, self.endpoint)
+
+    def failed(self, message: str) -> JudgeError:
+        return JudgeRequestError(f"the judge endpoint failed: {message}")
 
 
 def _structured(mode: ResponseFormat, schema: dict[str, Any]) -> dict[str, Any]:

@@ -21,42 +21,34 @@ from judge._case import Case
 from judge._check import check_case, invalid_case_result
 from judge._client import (
     ChatClient,
-    Endpoint,
     JudgeRequestError,
     ResponseFormat,
     rejects_structured_output,
     resolve_endpoint,
+    serving,
 )
 from judge._decide import (
-    DERIVED_PROBLEMS,
     agreement_with_checks,
-    derived_argument,
     majority,
     majority_arguments,
-    settle_selection,
 )
 from judge._env import EnvironmentFactory
 from judge._errors import CaseError, JudgeError
 from judge._grounding import ungrounded_values
 from judge._loading import iter_cases
 from judge._match import Match
-from judge._prompt import response_failures, rubric_variables, trajectory_steps
-from judge._result import CaseResult, CheckResults, Failure, FailureKind
+from judge._questions import Question, Questions, parser, questions_for
+from judge._result import CaseResult, CheckResults
 from judge._retry import RetryPolicy
-from judge._rubric import Rubric, RubricSet, load_rubrics
+from judge._rubric import RubricSet, load_rubrics
 from judge._structure import SchemaCache
 from judge._verdict import (
     DEFAULT_SEED,
-    ArgumentVerdict,
     JudgeOutcome,
     Provenance,
     RubricRef,
-    SelectionVerdict,
     TrajectoryVerdict,
     Usage,
-    arguments_schema,
-    selection_schema,
-    trajectory_schema,
 )
 
 MAX_REASKS = 2
@@ -70,17 +62,6 @@ class ReplyError(JudgeError):
     def __init__(self, message: str, raw: str | None) -> None:
         super().__init__(message)
         self.raw = raw
-
-
-@dataclass(frozen=True)
-class Question:
-    """One request a case needs (asked `samples` times)."""
-
-    dimension: Literal["selection", "arguments", "trajectory"]
-    rubric: Rubric
-    messages: list[dict[str, str]]
-    schema: dict[str, Any]
-    calls: tuple[int, ...] = ()
 
 
 @dataclass
@@ -242,14 +223,7 @@ class Judge:
     async def _chat(self) -> ChatClient:
         async with self._client_lock:
             if self._client is None:
-                endpoint: Endpoint
-                if self._endpoint is None:
-                    from judge._local import local_endpoint
-
-                    endpoint = await asyncio.to_thread(local_endpoint)
-                    concurrency = 1  # the embedded server answers one request at a time
-                else:
-                    endpoint, concurrency = self._endpoint, self._concurrency
+                endpoint, concurrency = await serving(self._endpoint, self._concurrency)
                 self._client = ChatClient(
                     endpoint, concurrency=concurrency, timeout=self._timeout, policy=self._retry
                 )
@@ -343,7 +317,8 @@ class Judge:
             )
             return checked.model_copy(update={"judge": outcome})
         try:
-            selection, arguments, questions = self.questions(case, checked)
+            asked = self.questions(case, checked)
+            selection, arguments, questions = asked.selection, asked.arguments, asked.questions
         except (TemplateError, ShapeError) as exc:  # a case a rubric cannot render
             outcome = JudgeOutcome(
                 status="judge_error",
@@ -396,73 +371,15 @@ class Judge:
         checked = check_case(case, schemas=self._schemas, match=self.match, env=self.env)
         return checked.model_copy(update={"ungrounded_values": ungrounded_values(case)})
 
-    def questions(
-        self, case: Case, checked: CaseResult
-    ) -> tuple[SelectionVerdict | None, list[ArgumentVerdict], list[Question]]:
+    def questions(self, case: Case, checked: CaseResult) -> Questions:
         """The verdicts decided without asking, and the questions left for the judge."""
-        variables = rubric_variables(case, checked)
-        broken: dict[int, list[Failure]] = {}
-        for call, failure in response_failures(case, checked):
-            if call is not None and failure.kind in DERIVED_PROBLEMS:
-                broken.setdefault(call, []).append(failure)
-        questions: list[Question] = []
-        selection: SelectionVerdict | None = None
-        unknown = [f for fs in broken.values() for f in fs if f.kind == FailureKind.UNKNOWN_NAME]
-        if unknown and not self.judge_broken:
-            selection = SelectionVerdict(
-                reasoning="; ".join(f.message for f in unknown),
-                verdict="incorrect",
-                category="unknown_tool",
-                source="derived",
-            )
-        else:
-            rubric = self.rubrics.selection
-            questions.append(
-                Question(
-                    "selection",
-                    rubric,
-                    rubric.render(variables),
-                    selection_schema(rubric.reasoning_max_length, rubric.decide_action),
-                    tuple(range(len(case.tool_calls))),
-                )
-            )
-        derived: list[ArgumentVerdict] = []
-        judged: list[int] = []
-        for index in range(len(case.tool_calls)):
-            if index in broken and not self.judge_broken:
-                derived.append(derived_argument(index, broken[index]))
-            else:
-                judged.append(index)
-        rubric = self.rubrics.arguments
-        groups = [[i] for i in judged] if rubric.per_call else ([judged] if judged else [])
-        for group in groups:
-            chosen = {
-                **variables,
-                "judged_calls": [variables["calls"][i] for i in group],
-                "ungrounded": [u for u in variables["ungrounded"] if u["call"] in group],
-            }
-            questions.append(
-                Question(
-                    "arguments",
-                    rubric,
-                    rubric.render(chosen),
-                    arguments_schema(group, rubric.reasoning_max_length),
-                    tuple(group),
-                )
-            )
-        if self.trajectory and self.rubrics.trajectory is not None:
-            rubric = self.rubrics.trajectory
-            chosen = {**variables, "steps": trajectory_steps(case)}
-            questions.append(
-                Question(
-                    "trajectory",
-                    rubric,
-                    rubric.render(chosen),
-                    trajectory_schema(rubric.reasoning_max_length),
-                    (),
-                )
-            )
-        return selection, derived, questions
+        return questions_for(
+            case,
+            checked,
+            self.rubrics,
+            judge_broken=self.judge_broken,
+            trajectory=self.trajectory,
+        )
 
     async def plan(self, *sources: Any) -> Plan:
         """Count what grading the cases of every source would send, without sending anything."""
@@ -472,7 +389,7 @@ class Judge:
                 continue
             plan.cases += 1
             try:
-                questions = self.questions(item, self.check(item))[2]
+                questions = self.questions(item, self.check(item)).questions
             except (TemplateError, ShapeError):  # grading gives this case `judge_error`
                 plan.unrenderable += 1
                 continue
@@ -505,7 +422,7 @@ class Judge:
     async def _ask(self, question: Question, sample: int, tally: Counter[str]) -> Any:
         """A validated answer to one question: from the cache, or asked (re-asked when the
         reply cannot be used, at most MAX_REASKS times)."""
-        parse = _parser(question)
+        parse = parser(question)
         mode = self._mode
         key = self._key(question, sample, mode)
         if self._cache is not None:
@@ -575,29 +492,6 @@ def grade(cases: Any, **options: Any) -> CheckResults:
             return await judge.grade(cases)
 
     return asyncio.run(run())
-
-
-def _parser(question: Question) -> Callable[[Any], Any]:
-    if question.dimension == "trajectory":
-        return TrajectoryVerdict.model_validate
-    if question.dimension == "selection":
-        if question.rubric.decide_action:
-            return lambda data: settle_selection(data, called=bool(question.calls))
-        return SelectionVerdict.model_validate
-
-    def parse(data: Any) -> list[ArgumentVerdict]:
-        if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
-            raise ValueError('expected {"verdicts": [...]}')
-        # Whatever the reply says, these verdicts were asked, not derived.
-        verdicts = [
-            ArgumentVerdict.model_validate({**v, "source": "judge"} if isinstance(v, dict) else v)
-            for v in data["verdicts"]
-        ]
-        if sorted(v.call for v in verdicts) != sorted(question.calls):
-            raise ValueError(f"expected one verdict for each of the calls {list(question.calls)}")
-        return verdicts
-
-    return parse
 
 
 def _short(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from judge._calls import ShapeError, normalise_response
 from judge._candidate_client import CandidateClient, CandidateRequestError
 from judge._case import Case
 from judge._check import check_case
-from judge._client import Endpoint, JudgeEndpointError
+from judge._client import Endpoint, JudgeEndpointError, serving
 from judge._grade import Judge
 from judge._preflight import LOCAL, Agreed, PreflightError, request_body
 from judge._retry import RetryPolicy
@@ -210,15 +210,10 @@ class Runner:
         name = LOCAL if model == LOCAL else "hosted"
         async with self._lock:
             if name not in self._clients:
-                if name == LOCAL:
-                    from judge._local import local_endpoint
-
-                    endpoint = await asyncio.to_thread(local_endpoint)
-                    concurrency = 1  # the embedded server answers one request at a time
-                else:
-                    if self._endpoint is None:
-                        raise AssertionError("a hosted candidate needs an endpoint")
-                    endpoint, concurrency = self._endpoint, self._concurrency
+                if name != LOCAL and self._endpoint is None:
+                    raise AssertionError("a hosted candidate needs an endpoint")
+                hosted = self._endpoint if name != LOCAL else None
+                endpoint, concurrency = await serving(hosted, self._concurrency)
                 self._clients[name] = CandidateClient(
                     endpoint,
                     concurrency=concurrency,

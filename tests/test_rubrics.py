@@ -35,7 +35,7 @@ BLOCKS = "{% block system %}s{% endblock %}{% block user %}{{ tool_names }}{% en
 def render(name: str, data: dict[str, Any], kind: str = "default") -> str:
     judge = Judge(model="local", cache=False, rubrics=load_rubrics(kind=kind))
     [loaded] = load_cases([data])
-    questions = judge.questions(loaded, judge.check(loaded))[2]
+    questions = judge.questions(loaded, judge.check(loaded)).questions
     [question] = [q for q in questions if q.dimension == name]
     return "\n".join(m["content"] for m in question.messages)
 

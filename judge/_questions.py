@@ -1,0 +1,141 @@
+"""What the judge is asked about a case: one question per rubric (and per call for a
+per-call rubric), and the verdicts decided without asking."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from judge._case import Case
+from judge._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
+from judge._prompt import response_failures, rubric_variables, trajectory_steps
+from judge._result import CaseResult, Failure, FailureKind
+from judge._rubric import Rubric, RubricSet
+from judge._verdict import (
+    ArgumentVerdict,
+    SelectionVerdict,
+    TrajectoryVerdict,
+    arguments_schema,
+    selection_schema,
+    trajectory_schema,
+)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One request a case needs (asked `samples` times)."""
+
+    dimension: Literal["selection", "arguments", "trajectory"]
+    rubric: Rubric
+    messages: list[dict[str, str]]
+    schema: dict[str, Any]
+    calls: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Questions:
+    """A case's questions, and what was decided without asking."""
+
+    selection: SelectionVerdict | None
+    """Decided without asking (an unknown tool name), else None."""
+    arguments: list[ArgumentVerdict]
+    """Derived verdicts of calls that failed structurally."""
+    questions: list[Question]
+
+
+def questions_for(
+    case: Case,
+    checked: CaseResult,
+    rubrics: RubricSet,
+    *,
+    judge_broken: bool = False,
+    trajectory: bool = False,
+) -> Questions:
+    """The verdicts decided without asking, and the questions left for the judge."""
+    variables = rubric_variables(case, checked)
+    broken: dict[int, list[Failure]] = {}
+    for call, failure in response_failures(case, checked):
+        if call is not None and failure.kind in DERIVED_PROBLEMS:
+            broken.setdefault(call, []).append(failure)
+    questions: list[Question] = []
+    selection: SelectionVerdict | None = None
+    unknown = [f for fs in broken.values() for f in fs if f.kind == FailureKind.UNKNOWN_NAME]
+    if unknown and not judge_broken:
+        selection = SelectionVerdict(
+            reasoning="; ".join(f.message for f in unknown),
+            verdict="incorrect",
+            category="unknown_tool",
+            source="derived",
+        )
+    else:
+        rubric = rubrics.selection
+        questions.append(
+            Question(
+                "selection",
+                rubric,
+                rubric.render(variables),
+                selection_schema(rubric.reasoning_max_length, rubric.decide_action),
+                tuple(range(len(case.tool_calls))),
+            )
+        )
+    derived: list[ArgumentVerdict] = []
+    judged: list[int] = []
+    for index in range(len(case.tool_calls)):
+        if index in broken and not judge_broken:
+            derived.append(derived_argument(index, broken[index]))
+        else:
+            judged.append(index)
+    rubric = rubrics.arguments
+    groups = [[i] for i in judged] if rubric.per_call else ([judged] if judged else [])
+    for group in groups:
+        chosen = {
+            **variables,
+            "judged_calls": [variables["calls"][i] for i in group],
+            "ungrounded": [u for u in variables["ungrounded"] if u["call"] in group],
+        }
+        questions.append(
+            Question(
+                "arguments",
+                rubric,
+                rubric.render(chosen),
+                arguments_schema(group, rubric.reasoning_max_length),
+                tuple(group),
+            )
+        )
+    if trajectory and rubrics.trajectory is not None:
+        rubric = rubrics.trajectory
+        chosen = {**variables, "steps": trajectory_steps(case)}
+        questions.append(
+            Question(
+                "trajectory",
+                rubric,
+                rubric.render(chosen),
+                trajectory_schema(rubric.reasoning_max_length),
+                (),
+            )
+        )
+    return Questions(selection, derived, questions)
+
+
+def parser(question: Question) -> Callable[[Any], Any]:
+    if question.dimension == "trajectory":
+        return TrajectoryVerdict.model_validate
+    if question.dimension == "selection":
+        if question.rubric.decide_action:
+            return lambda data: settle_selection(data, called=bool(question.calls))
+        return SelectionVerdict.model_validate
+
+    def parse(data: Any) -> list[ArgumentVerdict]:
+        if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
+            raise ValueError('expected {"verdicts": [...]}')
+        # Whatever the reply says, these verdicts were asked, not derived.
+        verdicts = [
+            ArgumentVerdict.model_validate({**v, "source": "judge"} if isinstance(v, dict) else v)
+            for v in data["verdicts"]
+        ]
+        if sorted(v.call for v in verdicts) != sorted(question.calls):
+            raise ValueError(f"expected one verdict for each of the calls {list(question.calls)}")
+        return verdicts
+
+    return parse
