@@ -11,7 +11,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from judge._cli_match import trajectory_from
 from judge._errors import JudgeError
 from judge._result import CaseResult
 from judge._summary import Summary
@@ -48,101 +47,6 @@ def parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return rate
 
 
-def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that fix a judge; shared by every command that runs one."""
-    options = [
-        click.option(
-            "--model",
-            help="Judge model (`local` for the embedded one; default: "
-            "JUDGE_MODEL, or the provider's default).",
-        ),
-        click.option(
-            "--base-url",
-            help="Any OpenAI-compatible endpoint (default: "
-            "JUDGE_BASE_URL; OPENROUTER_API_KEY selects OpenRouter, OPENAI_API_KEY "
-            "OpenAI; none: the embedded judge).",
-        ),
-        click.option(
-            "--rubrics",
-            type=click.Path(file_okay=False, exists=True),
-            help="A folder of your own rubrics (*.j2), one per dimension.",
-        ),
-        click.option(
-            "--samples",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="Ask N times; report the majority verdict and the flip rate.",
-        ),
-        click.option(
-            "--concurrency",
-            type=click.IntRange(min=1),
-            default=8,
-            show_default=True,
-            help="Requests in flight at once.",
-        ),
-        click.option("--temperature", type=float, default=0.0, show_default=True),
-        click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True),
-        click.option("--reasoning-effort", help="Passed through to the provider."),
-        click.option("--extra-body", help="JSON object of provider fields, passed through."),
-        click.option(
-            "--response-format",
-            default="auto",
-            show_default=True,
-            type=click.Choice(["auto", "json_schema", "json_object", "tool"]),
-            help="How to ask for structured output (auto: json_schema, stepping "
-            "down when the endpoint refuses it).",
-        ),
-        click.option(
-            "--timeout",
-            type=float,
-            default=120.0,
-            show_default=True,
-            help="Seconds before one request is abandoned (and retried).",
-        ),
-        click.option(
-            "--cache-dir",
-            type=click.Path(file_okay=False),
-            help="Where verdicts are cached (default: JUDGE_CACHE_DIR, else the user "
-            "cache folder).",
-        ),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
-        click.option(
-            "--judge-broken",
-            is_flag=True,
-            help="Ask the judge about calls that already failed structurally too.",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
-def calibration_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--calibration, --strict and --force: the gate of every command that runs a judge."""
-    options = [
-        click.option(
-            "--calibration",
-            type=click.Path(dir_okay=False),
-            help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from "
-            "the calibrated one or whose kappa is under the record's threshold.",
-        ),
-        click.option(
-            "--strict",
-            is_flag=True,
-            help="With --calibration: the kappa's 95% interval lower bound must clear it.",
-        ),
-        click.option(
-            "--force",
-            is_flag=True,
-            help="With --calibration: run anyway, every verdict marked trusted: false.",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
 def stack_options(*options: Callable[..., Any]) -> Callable[..., Any]:
     """One decorator applying click options in the order given (the first listed first)."""
 
@@ -152,6 +56,92 @@ def stack_options(*options: Callable[..., Any]) -> Callable[..., Any]:
         return command
 
     return apply
+
+
+# The options that fix a judge; shared by every command that runs one.
+judge_options = stack_options(
+    click.option(
+        "--model",
+        help="Judge model (`local` for the embedded one; default: "
+        "JUDGE_MODEL, or the provider's default).",
+    ),
+    click.option(
+        "--base-url",
+        help="Any OpenAI-compatible endpoint (default: "
+        "JUDGE_BASE_URL; OPENROUTER_API_KEY selects OpenRouter, OPENAI_API_KEY "
+        "OpenAI; none: the embedded judge).",
+    ),
+    click.option(
+        "--rubrics",
+        type=click.Path(file_okay=False, exists=True),
+        help="A folder of your own rubrics (*.j2), one per dimension.",
+    ),
+    click.option(
+        "--samples",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Ask N times; report the majority verdict and the flip rate.",
+    ),
+    click.option(
+        "--concurrency",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Requests in flight at once.",
+    ),
+    click.option("--temperature", type=float, default=0.0, show_default=True),
+    click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True),
+    click.option("--reasoning-effort", help="Passed through to the provider."),
+    click.option("--extra-body", help="JSON object of provider fields, passed through."),
+    click.option(
+        "--response-format",
+        default="auto",
+        show_default=True,
+        type=click.Choice(["auto", "json_schema", "json_object", "tool"]),
+        help="How to ask for structured output (auto: json_schema, stepping "
+        "down when the endpoint refuses it).",
+    ),
+    click.option(
+        "--timeout",
+        type=float,
+        default=120.0,
+        show_default=True,
+        help="Seconds before one request is abandoned (and retried).",
+    ),
+    click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        help="Where verdicts are cached (default: JUDGE_CACHE_DIR, else the user cache folder).",
+    ),
+    click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+    click.option(
+        "--judge-broken",
+        is_flag=True,
+        help="Ask the judge about calls that already failed structurally too.",
+    ),
+)
+
+
+# --calibration, --strict and --force: the gate of every command that runs a judge.
+calibration_options = stack_options(
+    click.option(
+        "--calibration",
+        type=click.Path(dir_okay=False),
+        help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from "
+        "the calibrated one or whose kappa is under the record's threshold.",
+    ),
+    click.option(
+        "--strict",
+        is_flag=True,
+        help="With --calibration: the kappa's 95% interval lower bound must clear it.",
+    ),
+    click.option(
+        "--force",
+        is_flag=True,
+        help="With --calibration: run anyway, every verdict marked trusted: false.",
+    ),
+)
 
 
 def make_judge(options: dict[str, Any]) -> Judge:
@@ -176,6 +166,8 @@ def judge_for(
 ) -> Judge:
     """The judge that the judge options and the trajectory options describe, past the
     calibration gate when a record is given (exit 2 on bad options, 3 when refused)."""
+    from judge._cli_match import trajectory_from
+
     try:
         match, env = trajectory_from(options)
         judge = make_judge({**options, "match": match, "env": env})

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import click
 
+from judge._cli_common import stack_options
 from judge._env import EnvironmentFactory, load_factory
 from judge._match import ARGS_MODES, MATCH_MODES, Match, parse_override
 
@@ -18,50 +18,45 @@ judge_trajectory_option = click.option(
 )
 
 
-def trajectory_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--match",
-            type=click.Choice(MATCH_MODES),
-            help="Grade every call of the trajectory (assistant turns and response) against "
-            "expected_calls: strict (same calls, same order), unordered (same calls), subset "
-            "(no call outside the reference), superset (every reference call made). A case's "
-            "own `match` wins.",
-        ),
-        click.option(
-            "--args-match",
-            type=click.Choice(ARGS_MODES),
-            help="How each call's arguments must match its reference call (default with "
-            "--match: exact; without it: every expected argument, extras left to the schema).",
-        ),
-        click.option(
-            "--override",
-            "overrides",
-            multiple=True,
-            metavar="TOOL=SPEC",
-            help="Per-tool argument matching: TOOL=MODE, TOOL=PATH,PATH (only these "
-            "arguments; names or JSON pointers) or TOOL=module:function (a predicate "
-            "f(candidate_args, reference_args)). Repeatable.",
-        ),
-        click.option(
-            "--ignore-tool",
-            "ignore_tools",
-            multiple=True,
-            metavar="NAME",
-            help="Leave calls to this tool out of the comparison (read-only tools, say). "
-            "Repeatable.",
-        ),
-        click.option(
-            "--env",
-            metavar="MODULE:FACTORY",
-            help="Replay the reference and the candidate's calls into fresh environments "
-            "made by this factory (or path/to/file.py:factory) and require the same final "
-            "state. Alone, only the end state decides; with --match, both must hold.",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+trajectory_options = stack_options(
+    click.option(
+        "--match",
+        type=click.Choice(MATCH_MODES),
+        help="Grade every call of the trajectory (assistant turns and response) against "
+        "expected_calls: strict (same calls, same order), unordered (same calls), subset "
+        "(no call outside the reference), superset (every reference call made). A case's "
+        "own `match` wins.",
+    ),
+    click.option(
+        "--args-match",
+        type=click.Choice(ARGS_MODES),
+        help="How each call's arguments must match its reference call (default with "
+        "--match: exact; without it: every expected argument, extras left to the schema).",
+    ),
+    click.option(
+        "--override",
+        "overrides",
+        multiple=True,
+        metavar="TOOL=SPEC",
+        help="Per-tool argument matching: TOOL=MODE, TOOL=PATH,PATH (only these "
+        "arguments; names or JSON pointers) or TOOL=module:function (a predicate "
+        "f(candidate_args, reference_args)). Repeatable.",
+    ),
+    click.option(
+        "--ignore-tool",
+        "ignore_tools",
+        multiple=True,
+        metavar="NAME",
+        help="Leave calls to this tool out of the comparison (read-only tools, say). Repeatable.",
+    ),
+    click.option(
+        "--env",
+        metavar="MODULE:FACTORY",
+        help="Replay the reference and the candidate's calls into fresh environments "
+        "made by this factory (or path/to/file.py:factory) and require the same final "
+        "state. Alone, only the end state decides; with --match, both must hold.",
+    ),
+)
 
 
 def match_settings(
