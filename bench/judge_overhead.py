@@ -300,7 +300,7 @@ def server_process(latency: float) -> Iterator[ServerProcess]:
 
 
 def run_judge(server: ServerProcess, cases: list[dict[str, Any]], concurrency: int) -> Measurement:
-    from judge._grade import Judge
+    from judge.judging._grade import Judge
 
     async def grade() -> tuple[float, list[Any]]:
         async with Judge(base_url=server.url, model=JUDGE_MODEL, api_key="x",

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
 from judge import Case, CaseResult, Labels
-from judge._calibration import dimension_stats, pairs_of
-from judge._verdict import ArgumentVerdict, JudgeOutcome, SelectionVerdict
+from judge.calibrate._record import dimension_stats, pairs_of
+from judge.checks._outcome import ArgumentVerdict, JudgeOutcome, SelectionVerdict
 from judge.cli import main
 from tests.chat_server import ChatServer, Reply, answer
 from tests.helpers import call, case
@@ -338,7 +338,7 @@ def test_an_unreadable_record_is_refused(server: ChatServer, tmp_path: Path) -> 
 def test_vectorised_bootstrap_matches_scikit_learn_per_resample() -> None:
     import numpy as np
 
-    from judge._calibration import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED, LABELS, bootstrap_interval
+    from judge.calibrate._record import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED, LABELS, bootstrap_interval
 
     pairs = table(20, 5, 10, 15)
     rng = np.random.default_rng(BOOTSTRAP_SEED)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge._compare import compare_runs, paired_difference, wilson
-from judge._runs import RunRecord
+from judge.runs._compare import compare_runs, paired_difference, wilson
+from judge.runs._records import RunRecord
 
 
 @pytest.mark.parametrize(

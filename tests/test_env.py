@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judge import Case, Match, StateEnvironment, ToolFailed, check, replay
-from judge._env import load_factory
+from judge.checks._env import load_factory
 from tests.helpers import call, kinds, tool
 
 ROOT = Path(__file__).resolve().parents[1]

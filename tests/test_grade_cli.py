@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from judge._client import OPENAI_URL, OPENROUTER_URL, resolve_endpoint
 from judge._errors import JudgeError
 from judge.cli import main
+from judge.endpoints._endpoint import OPENAI_URL, OPENROUTER_URL, resolve_endpoint
 from tests.chat_server import ChatServer, Reply, answer
 from tests.helpers import call, case
 from tests.test_judge import REQUIRED_IS_A_NUMBER
@@ -333,7 +333,7 @@ def test_inputs_are_not_counted_without_a_progress_bar(
     def counted(path: str) -> int:
         raise AssertionError(f"{path} was counted with no progress bar shown")
 
-    monkeypatch.setattr("judge._cli_grade.line_count", counted)
+    monkeypatch.setattr("judge.cli._grade.line_count", counted)
     cases = write(tmp_path / "c.jsonl", [no_call(1)])
     done = grade(server, tmp_path, str(cases), "-o", str(tmp_path / "r.jsonl"))
     assert done.exit_code == 0, done.output
@@ -349,7 +349,7 @@ def test_no_credit_exits_4(server: ChatServer, tmp_path: Path) -> None:
 
 
 def test_dry_run_counts_a_case_the_rubric_cannot_render(server: ChatServer, tmp_path: Path) -> None:
-    from judge._rubric import builtin_rubrics_dir
+    from judge.judging._rubric import builtin_rubrics_dir
 
     cases = write(tmp_path / "c.jsonl", [REQUIRED_IS_A_NUMBER, no_call(1)])
     small = str(builtin_rubrics_dir("small"))

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from judge import load_cases
-from judge._grounding import ungrounded_values
+from judge.checks._grounding import ungrounded_values
 from tests.helpers import call, case, tool
 
 ANY = {"type": "object"}

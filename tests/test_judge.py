@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from judge import CaseResult
-from judge._client import JudgeEndpointError
-from judge._grade import Judge
-from judge._retry import RetryPolicy
+from judge.endpoints._client import JudgeEndpointError
+from judge.endpoints._retry import RetryPolicy
+from judge.judging._grade import Judge
 from tests.chat_server import ChatServer, Reply, answer, completion, requested_schema
 from tests.helpers import call, case, tool
 
@@ -403,7 +403,7 @@ def test_a_case_without_response_is_skipped(server: ChatServer, tmp_path: Path) 
 def test_a_rubric_that_cannot_render_a_case_is_a_judge_error(
     server: ChatServer, tmp_path: Path
 ) -> None:
-    from judge._rubric import builtin_rubrics_dir
+    from judge.judging._rubric import builtin_rubrics_dir
 
     for source in builtin_rubrics_dir().glob("*.j2"):
         text = source.read_text()
@@ -490,7 +490,7 @@ def test_a_rubric_that_cannot_render_a_case_is_a_judge_error(
 def test_decided_actions_settle_the_selection(
     needed: str, taken: str, called: bool, judge_says: str, settled: tuple[str, str]
 ) -> None:
-    from judge._decide import settle_selection
+    from judge.judging._decide import settle_selection
 
     category = "right_call" if judge_says == "correct" else "wrong_tool"
     verdict = settle_selection(
@@ -613,7 +613,7 @@ def test_the_trajectory_rubric_does_not_re_ask_the_other_questions(
 
 
 def test_editing_one_rubric_re_asks_only_its_questions(server: ChatServer, tmp_path: Path) -> None:
-    from judge._rubric import builtin_rubrics_dir
+    from judge.judging._rubric import builtin_rubrics_dir
 
     folder = tmp_path / "rubrics"
     folder.mkdir()

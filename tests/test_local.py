@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from judge import _local
-from judge._grade import Judge
-from judge._local import LocalModelError, assemble_model
+from judge.endpoints import _local
+from judge.endpoints._local import LocalModelError, assemble_model
+from judge.judging._grade import Judge
 from tests.helpers import call, case, tool
 
 

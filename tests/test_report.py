@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from judge._calibration import CalibrationRecord, dimension_stats, fingerprint_sha256
-from judge._report import render_report
+from judge.calibrate._record import CalibrationRecord, dimension_stats, fingerprint_sha256
+from judge.calibrate._report import render_report
 
 
 def record() -> CalibrationRecord:

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from judge import load_cases
-from judge._grade import Judge
-from judge._rubric import RubricError, builtin_rubrics_dir, load_rubric, load_rubrics
 from judge.cli import main
+from judge.judging._grade import Judge
+from judge.judging._rubric import RubricError, builtin_rubrics_dir, load_rubric, load_rubrics
 from tests.chat_server import ChatServer
 from tests.helpers import call, case
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from judge import load_cases
-from judge._sample import draw
+from judge.calibrate._sample import draw
 from judge.cli import main
 from tests.helpers import call, case
 

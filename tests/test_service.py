@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from judge import create_app
-from judge._calibration import CalibrationRecord, fingerprint_sha256
-from judge._cli_service import parse_size
-from judge._cli_service import serve_command as serve_cli
+from judge.calibrate._record import CalibrationRecord, fingerprint_sha256
 from judge.cli import main
+from judge.cli._service import parse_size
+from judge.cli._service import serve_command as serve_cli
 from tests.chat_server import ChatServer, Reply, answer, serving
 from tests.helpers import call, case
 from tests.service_process import Service, free_port, judge_service, serve_command

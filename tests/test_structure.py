@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from judge._structure import SchemaCache, parse_arguments
+from judge.checks._structure import SchemaCache, parse_arguments
 from tests.helpers import WEATHER, call, case, grade, kinds, tool
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge._calls import Response, ToolCall
-from judge._text_calls import calls_in_text, with_text_calls
+from judge.cases._calls import Response, ToolCall
+from judge.cases._text_calls import calls_in_text, with_text_calls
 
 FENCED = '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}\n```'
 TOOLS = frozenset({"get_weather", "a", "b", "bye"})

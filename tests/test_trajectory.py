@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from judge import Match, check
-from judge._match import parse_override
-from judge._trajectory import out_of_order
+from judge.cases._match import parse_override
+from judge.checks._trajectory import out_of_order
 from tests.helpers import WEATHER, call, grade, kinds, tool
 
 TOOLS = [

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from judge import Match
-from judge._rubric import load_rubrics
 from judge.cli import main
+from judge.judging._rubric import load_rubrics
 from tests.chat_server import ChatServer, Reply, answer, completion
 from tests.test_judge import make_judge, run
 from tests.test_trajectory import REFERENCE, L, N, R, path_case

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from judge._check import iter_check
-from judge._result import CaseResult, FailureKind
-from judge._values import Rules
+from judge.checks._check import iter_check
+from judge.checks._result import CaseResult, FailureKind
+from judge.checks._values import Rules
 
 CHECKS = ("tool_selection", "schema_valid", "argument_values")
 

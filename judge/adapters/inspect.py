@@ -36,8 +36,8 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import ToolDef, ToolInfo
 
-from judge._values import Rules
 from judge.adapters._grading import check_calls, describe, verdict
+from judge.checks._values import Rules
 
 
 @scorer(metrics=[accuracy(), stderr()])

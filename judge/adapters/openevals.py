@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from judge._values import Rules
 from judge.adapters._grading import check_calls, describe, verdict
+from judge.checks._values import Rules
 
 Evaluator = Callable[..., dict[str, Any]]
 

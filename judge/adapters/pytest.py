@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge._result import CaseResult
-from judge._values import Rules
 from judge.adapters._grading import check_calls, describe, verdict
+from judge.checks._result import CaseResult
+from judge.checks._values import Rules
 
 
 def assert_tool_calls(

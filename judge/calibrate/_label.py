@@ -8,11 +8,11 @@ from typing import Any
 import click
 import orjson
 
-from judge._case import Case
-from judge._check import check_case
-from judge._files import write_atomically
-from judge._prompt import rubric_variables
-from judge._sample import read_lines
+from judge.calibrate._sample import read_lines
+from judge.cases._case import Case
+from judge.cases._files import write_atomically
+from judge.checks._check import check_case
+from judge.judging._prompt import rubric_variables
 
 _SELECTION = {"c": "correct", "i": "incorrect"}
 _ARGUMENTS = {"c": "correct", "i": "incorrect", "n": None}

@@ -12,10 +12,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from judge._cache import cache_key
-from judge._case import Case
 from judge._errors import JudgeError
-from judge._result import CaseResult
+from judge.cases._case import Case
+from judge.checks._result import CaseResult
+from judge.judging._cache import cache_key
 
 Dimension = Literal["selection", "arguments"]
 DIMENSIONS: tuple[Dimension, ...] = ("selection", "arguments")

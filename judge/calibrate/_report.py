@@ -8,7 +8,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
-from judge._calibration import LABELS, CalibrationRecord, DimensionStats
+from judge.calibrate._record import LABELS, CalibrationRecord, DimensionStats
 
 
 def render_report(record: CalibrationRecord, rows: list[dict[str, Any]]) -> str:

@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 
-from judge._case import Case
-from judge._check import check_case
 from judge._errors import CaseError, InputError
-from judge._loading import iter_lines
+from judge.cases._case import Case
+from judge.cases._loading import iter_lines
+from judge.checks._check import check_case
 
 STRATA: dict[str, Callable[[Case], str]] = {
     "tool": lambda c: ",".join(sorted({t.name for t in c.tool_calls})) or "(no call)",
@@ -96,7 +96,7 @@ CSV_COLUMNS = ("id", "request", "tools", "response_text", "calls", "selection", 
 
 def export_csv(path: str | Path, cases: list[Case]) -> None:
     """One row per case: what a labeller needs to read, and empty label columns to fill."""
-    from judge._prompt import rubric_variables
+    from judge.judging._prompt import rubric_variables
 
     with Path(path).open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)

@@ -13,6 +13,7 @@ Accepted shapes (all become `Response(content, tool_calls)`, raw argument text k
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -163,3 +164,8 @@ def json_kind(value: Any) -> str:
         bool: "a boolean",
         type(None): "null",
     }.get(type(value), "a number")
+
+
+def pointer(parts: Iterable[Any]) -> str:
+    """A JSON pointer (RFC 6901) from path parts."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)

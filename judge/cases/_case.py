@@ -7,9 +7,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judge._calls import Response, ShapeError, normalise_response
-from judge._match import Match
-from judge._values import is_matcher
+from judge.cases._calls import Response, ShapeError, normalise_response
+from judge.cases._match import Match
 
 Label = Literal["correct", "incorrect"]
 ExpectedBehavior = Literal["call", "no_call", "ask"]
@@ -150,3 +149,8 @@ class Case(BaseModel):
     def tool_calls(self) -> tuple[Any, ...]:
         """The candidate's calls (empty when there is no response)."""
         return self.response.tool_calls if self.response is not None else ()
+
+
+def is_matcher(value: Any) -> bool:
+    """Whether an expected argument value is `{"$any": [...]}` / `{"$optional": ...}`."""
+    return isinstance(value, dict) and ("$any" in value or "$optional" in value)

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 from pydantic import ValidationError
 
-from judge._calls import ShapeError, json_kind
-from judge._case import Case
 from judge._errors import CaseError, InputError
-from judge._structure import pointer as json_pointer
+from judge.cases._calls import ShapeError, json_kind
+from judge.cases._calls import pointer as json_pointer
+from judge.cases._case import Case
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from judge._calls import Response, ToolCall
+from judge.cases._calls import Response, ToolCall
 
 _FENCE = re.compile(r"```(?:json|tool_call|tool_code)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)

@@ -7,11 +7,11 @@ from typing import Any
 
 import orjson
 
-from judge._case import ExpectedCall
-from judge._match import ArgsCompare, ArgsMode
-from judge._result import FailureKind
-from judge._structure import pointer
-from judge._values import ArgumentRule, Rules, is_matcher, json_equal, rule_for
+from judge.cases._calls import pointer
+from judge.cases._case import ExpectedCall, is_matcher
+from judge.cases._match import ArgsCompare, ArgsMode
+from judge.checks._result import FailureKind
+from judge.checks._values import ArgumentRule, Rules, json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
 MAX_SHOWN = 120

@@ -10,17 +10,22 @@ from itertools import permutations
 from math import perm
 from typing import Any
 
-from judge._arguments import Fault, Problem, describe, faults, show
-from judge._calls import ShapeError, ToolCall
-from judge._case import Case, ExpectedCall
-from judge._env import EnvironmentFactory, StateReport, load_factory, replay
 from judge._errors import CaseError
-from judge._loading import fallback_id, iter_cases
-from judge._match import Match
-from judge._result import CaseResult, CheckResults, Failure, FailureKind
-from judge._structure import SchemaCache, parse_arguments
-from judge._trajectory import TrajectoryCall, TrajectoryReport, out_of_order, trajectory_calls
-from judge._values import Rules
+from judge.cases._calls import ShapeError, ToolCall
+from judge.cases._case import Case, ExpectedCall
+from judge.cases._loading import fallback_id, iter_cases
+from judge.cases._match import Match
+from judge.checks._arguments import Fault, Problem, describe, faults, show
+from judge.checks._env import EnvironmentFactory, StateReport, load_factory, replay
+from judge.checks._result import CaseResult, CheckResults, Failure, FailureKind
+from judge.checks._structure import SchemaCache, parse_arguments
+from judge.checks._trajectory import (
+    TrajectoryCall,
+    TrajectoryReport,
+    out_of_order,
+    trajectory_calls,
+)
+from judge.checks._values import Rules
 
 _EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
 _UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults

@@ -17,10 +17,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from judge._case import Case, ExpectedCall
-from judge._match import load_object
-from judge._structure import pointer
-from judge._values import is_matcher, json_equal
+from judge.cases._calls import pointer
+from judge.cases._case import Case, ExpectedCall, is_matcher
+from judge.cases._match import load_object
+from judge.checks._values import json_equal
 
 _MAX_DIFFS = 50
 

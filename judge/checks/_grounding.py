@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from judge._case import Case
-from judge._structure import parse_arguments, pointer
+from judge.cases._calls import pointer
+from judge.cases._case import Case
+from judge.checks._structure import parse_arguments
 
 _SPACES = re.compile(r"\s+")
 _GROUNDING_ROLES = ("user", "tool")

@@ -1,4 +1,6 @@
-"""What the judge returns: structured verdicts, the outcome of judging a case, its provenance."""
+"""The judge's part of a result: verdicts, the outcome of judging a case, its provenance.
+
+The types live beside `CaseResult`, which carries them; the judging layer fills them in."""
 
 from __future__ import annotations
 
@@ -181,64 +183,3 @@ class JudgeOutcome(BaseModel):
             return None
         selection = self.selection is not None and self.selection.verdict == "correct"
         return selection and self.arguments_verdict != "incorrect"
-
-
-ACTIONS = ("call_tool", "ask_user", "answer_directly")
-
-
-def selection_schema(max_reasoning: int | None, decide_action: bool = False) -> dict[str, Any]:
-    """The JSON Schema the judge's selection reply must fit (strict-mode compatible). With
-    `decide_action`, the needed and the taken action come before the verdict."""
-    actions = {"type": "string", "enum": list(ACTIONS)}
-    return _object(
-        {
-            "reasoning": _text(max_reasoning),
-            **({"needed_action": actions, "assistant_action": actions} if decide_action else {}),
-            "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
-            "category": {"type": "string", "enum": list(SELECTION_CATEGORIES)},
-        }
-    )
-
-
-def arguments_schema(calls: list[int], max_reasoning: int | None) -> dict[str, Any]:
-    """The reply schema for argument verdicts on exactly these calls, one each."""
-    item = _object(
-        {
-            "call": {"type": "integer", "enum": calls},
-            "reasoning": _text(max_reasoning),
-            "verdict": {"type": "string", "enum": ["correct", "incorrect", "not_applicable"]},
-            "problems": {
-                "type": "array",
-                "items": {"type": "string", "enum": list(ARGUMENT_PROBLEMS)},
-            },
-        }
-    )
-    verdicts = {"type": "array", "items": item, "minItems": len(calls), "maxItems": len(calls)}
-    return _object({"verdicts": verdicts})
-
-
-def trajectory_schema(max_reasoning: int | None) -> dict[str, Any]:
-    """The reply schema of a trajectory verdict."""
-    return _object(
-        {
-            "reasoning": _text(max_reasoning),
-            "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
-            "problems": {
-                "type": "array",
-                "items": {"type": "string", "enum": list(TRAJECTORY_PROBLEMS)},
-            },
-        }
-    )
-
-
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-def _text(max_length: int | None) -> dict[str, Any]:
-    return {"type": "string"} if max_length is None else {"type": "string", "maxLength": max_length}

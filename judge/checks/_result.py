@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from judge._env import StateReport
-from judge._grounding import UngroundedValue
-from judge._trajectory import TrajectoryReport
-from judge._verdict import JudgeOutcome
+from judge.checks._env import StateReport
+from judge.checks._grounding import UngroundedValue
+from judge.checks._outcome import JudgeOutcome
+from judge.checks._trajectory import TrajectoryReport
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
-from judge._calls import json_kind
+from judge.cases._calls import json_kind, pointer
 
 _CACHE_LIMIT = 4096
 
@@ -31,11 +30,6 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
     if isinstance(value, str):
         return None, "the arguments are a JSON string, not an object (JSON inside a string?)"
     return None, f"the arguments must be a JSON object, got {json_kind(value)}"
-
-
-def pointer(parts: Iterable[Any]) -> str:
-    """A JSON pointer (RFC 6901) from path parts."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 class SchemaCache:

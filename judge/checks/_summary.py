@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from judge._result import CaseResult, FailureKind
-from judge._verdict import JudgeOutcome
+from judge.checks._outcome import JudgeOutcome
+from judge.checks._result import CaseResult, FailureKind
 
 _CHECKS = ("tool_selection", "schema_valid", "argument_values")
 

@@ -6,9 +6,9 @@ from bisect import bisect_left
 
 from pydantic import BaseModel, ConfigDict
 
-from judge._calls import ShapeError, ToolCall, normalise_response
-from judge._case import Case
-from judge._match import ArgsMode, MatchMode
+from judge.cases._calls import ShapeError, ToolCall, normalise_response
+from judge.cases._case import Case
+from judge.cases._match import ArgsMode, MatchMode
 
 
 class TrajectoryCall(BaseModel):

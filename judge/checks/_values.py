@@ -71,11 +71,6 @@ def json_equal(actual: Any, expected: Any) -> bool:
     return _equal(actual, expected, None)
 
 
-def is_matcher(value: Any) -> bool:
-    """Whether an expected argument value is `{"$any": [...]}` / `{"$optional": ...}`."""
-    return isinstance(value, dict) and ("$any" in value or "$optional" in value)
-
-
 def _equal(a: Any, b: Any, rule: ArgumentRule | None) -> bool:
     ta, tb = type(a), type(b)
     if ta is str and tb is str:

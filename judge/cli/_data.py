@@ -11,24 +11,23 @@ from typing import Any
 import click
 import orjson
 
-from judge._calibration import CalibrationRecord, build_record, write_jsonl
-from judge._calibration import disagreements as find_disagreements
-from judge._cli_common import (
+from judge._errors import InputError, JudgeError
+from judge.calibrate._record import CalibrationRecord, build_record, write_jsonl
+from judge.calibrate._record import disagreements as find_disagreements
+from judge.calibrate._report import render_report
+from judge.cases._files import write_atomically
+from judge.cases._loading import load_cases
+from judge.checks._result import CaseResult
+from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
-    judge_options,
-    make_judge,
     progress_bar,
     summary_format_option,
 )
-from judge._client import JudgeEndpointError
-from judge._errors import InputError, JudgeError
-from judge._files import write_atomically
-from judge._grade import Judge
-from judge._loading import load_cases
-from judge._report import render_report
-from judge._result import CaseResult
+from judge.cli._judge_options import judge_options, make_judge
+from judge.endpoints._client import JudgeEndpointError
+from judge.judging._grade import Judge
 
 
 @click.command("calibrate")
@@ -194,7 +193,7 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def sample_command(cases: str, size: int, stratify: str, seed: int, output: str) -> None:
     """Draw a stratified, seeded sample of CASES to label by hand (rare strata kept)."""
-    from judge._sample import draw, read_lines
+    from judge.calibrate._sample import draw, read_lines
 
     try:
         raw, loaded = read_lines(cases)
@@ -222,7 +221,7 @@ def sample_command(cases: str, size: int, stratify: str, seed: int, output: str)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def bfcl_command(questions: str, answers: str | None, output: str) -> None:
     """Convert a BFCL category file (as shipped in bfcl-eval) into cases."""
-    from judge._bfcl import bfcl_cases
+    from judge.cases._bfcl import bfcl_cases
 
     try:
         cases = bfcl_cases(questions, answers)
@@ -241,7 +240,7 @@ def bfcl_command(questions: str, answers: str | None, output: str) -> None:
 def label_command(sample: str, relabel: bool) -> None:
     """Label SAMPLE by hand in the terminal: saves after every answer, resumes where it
     stopped. The labels mean what the labelling rule in calibration/README.md says."""
-    from judge._label import label_file
+    from judge.calibrate._label import label_file
 
     try:
         done, left = label_file(sample, relabel=relabel)
@@ -261,7 +260,7 @@ def labels_group() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def labels_export(sample: str, output: str) -> None:
     """Write SAMPLE as a CSV with `selection`, `arguments` and `note` columns to fill."""
-    from judge._sample import export_csv, read_lines
+    from judge.calibrate._sample import export_csv, read_lines
 
     try:
         _, loaded = read_lines(sample)
@@ -283,7 +282,7 @@ def labels_export(sample: str, output: str) -> None:
 )
 def labels_import(sample: str, csv_file: str, output: str | None) -> None:
     """Copy the labels filled in CSV_FILE into the cases of SAMPLE (matched by id)."""
-    from judge._sample import import_csv, read_lines
+    from judge.calibrate._sample import import_csv, read_lines
 
     try:
         raw, loaded = read_lines(sample)
@@ -304,7 +303,7 @@ def local_group() -> None:
 @click.option("--start", is_flag=True, help="Also start the server, to check that it runs.")
 def local_status(start: bool) -> None:
     """Show the model path, its hash check, and whether the server runs."""
-    from judge import _local
+    from judge.endpoints import _local
 
     if start:
         try:
@@ -320,7 +319,7 @@ def local_status(start: bool) -> None:
 @local_group.command("setup")
 def local_setup() -> None:
     """Assemble and check the model file now (otherwise done on first use)."""
-    from judge import _local
+    from judge.endpoints import _local
 
     try:
         path = _local.assemble_model()

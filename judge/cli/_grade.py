@@ -11,14 +11,14 @@ from typing import Any
 import click
 import orjson
 
-from judge._calls import ShapeError
-from judge._cli_common import (
+from judge._errors import InputError, JudgeError
+from judge.cases._calls import ShapeError
+from judge.cases._loading import load_cases
+from judge.checks._summary import Summary
+from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
-    calibration_options,
-    judge_for,
-    judge_options,
     line_count,
     parse_rate,
     print_summary,
@@ -27,14 +27,12 @@ from judge._cli_common import (
     require_files,
     summary_format_option,
 )
-from judge._cli_match import judge_trajectory_option, trajectory_options
-from judge._client import JudgeEndpointError
-from judge._errors import InputError, JudgeError
-from judge._grade import Judge, Plan
-from judge._loading import load_cases
-from judge._resume import finished_results
-from judge._rubric import load_rubrics
-from judge._summary import Summary
+from judge.cli._judge_options import calibration_options, judge_for, judge_options
+from judge.cli._matching import judge_trajectory_option, trajectory_options
+from judge.endpoints._client import JudgeEndpointError
+from judge.judging._grade import Judge, Plan
+from judge.judging._resume import finished_results
+from judge.judging._rubric import load_rubrics
 
 
 @click.command("grade")

@@ -16,8 +16,10 @@ from typing import IO, Any
 import click
 import orjson
 
-from judge._check import iter_check
-from judge._cli_common import (
+from judge._errors import InputError
+from judge.checks._check import iter_check
+from judge.checks._summary import Summary
+from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_UNREADABLE,
     line_count,
@@ -28,25 +30,23 @@ from judge._cli_common import (
     require_files,
     summary_format_option,
 )
-from judge._cli_match import trajectory_from, trajectory_options
-from judge._errors import InputError
-from judge._summary import Summary
+from judge.cli._matching import trajectory_from, trajectory_options
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
-    "grade": "judge._cli_grade",
-    "rubric": "judge._cli_grade",
-    "calibrate": "judge._cli_data",
-    "sample": "judge._cli_data",
-    "bfcl": "judge._cli_data",
-    "label": "judge._cli_data",
-    "labels": "judge._cli_data",
-    "local": "judge._cli_data",
-    "run": "judge._cli_run",
-    "compare": "judge._cli_run",
-    "regrade": "judge._cli_run",
-    "serve": "judge._cli_service",
-    "schema": "judge._cli_service",
+    "grade": "judge.cli._grade",
+    "rubric": "judge.cli._grade",
+    "calibrate": "judge.cli._data",
+    "sample": "judge.cli._data",
+    "bfcl": "judge.cli._data",
+    "label": "judge.cli._data",
+    "labels": "judge.cli._data",
+    "local": "judge.cli._data",
+    "run": "judge.cli._run",
+    "compare": "judge.cli._run",
+    "regrade": "judge.cli._run",
+    "serve": "judge.cli._service",
+    "schema": "judge.cli._service",
 }
 
 

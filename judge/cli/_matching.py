@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from judge._cli_common import stack_options
-from judge._env import EnvironmentFactory, load_factory
-from judge._match import ARGS_MODES, MATCH_MODES, Match, parse_override
+from judge.cases._match import ARGS_MODES, MATCH_MODES, Match, parse_override
+from judge.checks._env import EnvironmentFactory, load_factory
+from judge.cli._common import stack_options
 
 judge_trajectory_option = click.option(
     "--trajectory",

@@ -13,25 +13,25 @@ from typing import IO, Any
 
 import click
 
-from judge._candidate_client import CandidateEndpointError
-from judge._cli_common import (
+from judge._errors import InputError, JudgeError
+from judge.cases._loading import load_cases
+from judge.cli._common import (
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
-    calibration_options,
-    gate_judge,
     progress_bar,
     require_files,
     stack_options,
 )
-from judge._client import OPENROUTER_URL, JudgeEndpointError
-from judge._compare import compare_runs
-from judge._errors import InputError, JudgeError
-from judge._grade import Judge
-from judge._loading import load_cases
-from judge._preflight import LOCAL, PreflightError, Requested, candidate_endpoint, preflight
-from judge._runner import Grader, Runner, check_resumable
-from judge._runs import Key, RunRecord, compact, read_runs
-from judge._runs_report import print_comparison, render_comparison
+from judge.cli._judge_options import calibration_options, gate_judge
+from judge.endpoints._candidates import CandidateEndpointError
+from judge.endpoints._client import JudgeEndpointError
+from judge.endpoints._endpoint import OPENROUTER_URL
+from judge.judging._grade import Judge
+from judge.runs._compare import compare_runs
+from judge.runs._preflight import LOCAL, PreflightError, Requested, candidate_endpoint, preflight
+from judge.runs._records import Key, RunRecord, compact, read_runs
+from judge.runs._report import print_comparison, render_comparison
+from judge.runs._runner import Grader, Runner, check_resumable
 
 _report_options: list[Callable[..., Any]] = [
     click.option(

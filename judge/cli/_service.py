@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from judge._cli_common import calibration_options, judge_for, judge_options
-from judge._cli_match import judge_trajectory_option, trajectory_options
-from judge._schema import SCHEMA_NAMES, SchemaName, json_schema
+from judge.cli._judge_options import calibration_options, judge_for, judge_options
+from judge.cli._matching import judge_trajectory_option, trajectory_options
+from judge.service._schema import SCHEMA_NAMES, SchemaName, json_schema
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
@@ -72,8 +72,8 @@ def serve_command(
     Set JUDGE_SERVICE_TOKEN to require `Authorization: Bearer <token>` (not on /healthz)."""
     import uvicorn
 
-    from judge._service import create_app
-    from judge._service_body import Limits
+    from judge.service._app import create_app
+    from judge.service._body import Limits
 
     judge = judge_for("serve", options, calibration=calibration, strict=strict, force=force)
     app = create_app(

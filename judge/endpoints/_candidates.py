@@ -1,8 +1,8 @@
 """The candidate-model client: the endpoint's model list, and one chat request as returned.
 
 Same reliability as the judge client: the OpenAI SDK over aiohttp with its own retries off, the
-one retry policy of `judge._retry`, bounded concurrency. Raw JSON is kept: the runner stores the
-response exactly as the endpoint sent it.
+one retry policy of `judge.endpoints._retry`, bounded concurrency. Raw JSON is kept: the runner
+stores the response exactly as the endpoint sent it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 
 import openai
 
-from judge._client import Endpoint, EndpointClient, JudgeEndpointError
 from judge._errors import JudgeError
-from judge._retry import RetryPolicy, is_quota_exhausted
+from judge.endpoints._client import EndpointClient, JudgeEndpointError
+from judge.endpoints._endpoint import Endpoint
+from judge.endpoints._retry import RetryPolicy, is_quota_exhausted
 
 
 class CandidateEndpointError(JudgeEndpointError):

@@ -1,19 +1,20 @@
-"""The judge-model client: which endpoint, and one chat request with structured output."""
+"""The judge-model client: one chat request with structured output, through the one retry
+policy, to an endpoint."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
 import openai
 from openai.types.chat import ChatCompletion
 
 from judge._errors import JudgeError
-from judge._retry import (
+from judge.endpoints._endpoint import Endpoint
+from judge.endpoints._local import local_endpoint
+from judge.endpoints._retry import (
     RateGate,
     RetryPolicy,
     call_with_retries,
@@ -24,9 +25,6 @@ from judge._retry import (
 T = TypeVar("T")
 
 ResponseFormat = Literal["json_schema", "json_object", "tool"]
-OPENROUTER_URL = "https://openrouter.ai/api/v1"
-OPENAI_URL = "https://api.openai.com/v1"
-DEFAULT_MODELS = {"openrouter": "openai/gpt-4.1-mini", "openai": "gpt-4.1-mini"}
 _VERDICT_TOOL = "submit_verdict"
 
 
@@ -38,75 +36,6 @@ class JudgeEndpointError(JudgeError):
 class JudgeRequestError(JudgeError):
     """One request failed for good (a bad request, or retries ran out): that case gets
     `judge_error`, the run goes on."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where the judge model is served. The key never appears in its repr."""
-
-    base_url: str
-    model: str
-    provider: str
-    """`openrouter`, `openai`, `custom` or `local`."""
-    api_key: str = field(default="not-needed", repr=False)
-
-
-def resolve_endpoint(
-    *,
-    model: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Endpoint | None:
-    """The endpoint from flags, then the environment; None means the embedded local judge.
-
-    `JUDGE_BASE_URL` / `JUDGE_API_KEY` / `JUDGE_MODEL` name any OpenAI-compatible endpoint;
-    otherwise `OPENROUTER_API_KEY` selects OpenRouter and `OPENAI_API_KEY` OpenAI. A provider's
-    own key goes only to that provider's host: a custom URL gets `api_key` or `JUDGE_API_KEY`.
-    """
-    env = os.environ if env is None else env
-    if model == "local":
-        return None
-    model = model or env.get("JUDGE_MODEL") or None
-    base_url = base_url or env.get("JUDGE_BASE_URL") or None
-    api_key = api_key or env.get("JUDGE_API_KEY") or None
-    if base_url:
-        provider = _provider_of(base_url)
-        own_key = {"openrouter": "OPENROUTER_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
-        key = api_key or (env.get(own_key) if own_key else None) or "not-needed"
-        if not model:
-            if provider == "custom":
-                raise JudgeError(
-                    f"name the judge model served at {base_url}: --model NAME (or JUDGE_MODEL)"
-                )
-            model = DEFAULT_MODELS[provider]
-        return Endpoint(base_url=base_url.rstrip("/"), model=model, provider=provider, api_key=key)
-    if env.get("OPENROUTER_API_KEY") and not api_key:
-        return Endpoint(
-            base_url=OPENROUTER_URL,
-            model=model or DEFAULT_MODELS["openrouter"],
-            provider="openrouter",
-            api_key=env["OPENROUTER_API_KEY"],
-        )
-    openai_key = api_key or env.get("OPENAI_API_KEY")
-    if openai_key:
-        return Endpoint(
-            base_url=OPENAI_URL,
-            model=model or DEFAULT_MODELS["openai"],
-            provider="openai",
-            api_key=openai_key,
-        )
-    return None
-
-
-def _provider_of(base_url: str) -> str:
-    """`openrouter` or `openai` when the URL's host is theirs (not merely names it), else
-    `custom`."""
-    host = (urlsplit(base_url).hostname or "").lower()
-    for provider, domain in (("openrouter", "openrouter.ai"), ("openai", "api.openai.com")):
-        if host == domain or host.endswith("." + domain):
-            return provider
-    return "custom"
 
 
 @dataclass(frozen=True)
@@ -125,14 +54,12 @@ async def serving(endpoint: Endpoint | None, concurrency: int) -> tuple[Endpoint
     on first use, which answers one request at a time."""
     if endpoint is not None:
         return endpoint, concurrency
-    from judge._local import local_endpoint
-
     return await asyncio.to_thread(local_endpoint), 1
 
 
 def sdk_client(endpoint: Endpoint, timeout: float) -> openai.AsyncOpenAI:
     """The OpenAI SDK's client for an endpoint, with its own retries off (one retry layer:
-    ours, in `judge._retry`)."""
+    ours, in `judge.endpoints._retry`)."""
     return openai.AsyncOpenAI(
         base_url=endpoint.base_url,
         api_key=endpoint.api_key,
@@ -145,7 +72,7 @@ def sdk_client(endpoint: Endpoint, timeout: float) -> openai.AsyncOpenAI:
 
 class EndpointClient:
     """One OpenAI-compatible endpoint: the SDK with its own retries off, bounded concurrency,
-    and the one retry policy of `judge._retry`. Subclasses say what a refusal means."""
+    and the one retry policy of `judge.endpoints._retry`. Subclasses say what a refusal means."""
 
     def __init__(
         self,

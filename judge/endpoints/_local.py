@@ -17,9 +17,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from judge._cache import default_cache_dir
-from judge._client import Endpoint
 from judge._errors import JudgeError
+from judge.cases._files import default_cache_dir
+from judge.endpoints._endpoint import Endpoint
 
 LOCAL_MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -13,14 +12,6 @@ from typing import Any
 import orjson
 
 _FILE = "verdicts.sqlite"
-
-
-def default_cache_dir() -> Path:
-    """`JUDGE_CACHE_DIR`, else the per-user cache folder."""
-    if env := os.environ.get("JUDGE_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tool-call-judge"
 
 
 def cache_key(parts: dict[str, Any]) -> str:

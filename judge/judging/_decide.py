@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, TypeVar
 
-from judge._result import CaseResult, Failure, FailureKind
-from judge._verdict import (
+from judge.checks._outcome import (
     Agreement,
     ArgumentProblem,
     ArgumentVerdict,
@@ -16,6 +15,7 @@ from judge._verdict import (
     SelectionVerdict,
     TrajectoryVerdict,
 )
+from judge.checks._result import CaseResult, Failure, FailureKind
 
 DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
     FailureKind.INVALID_JSON: "invalid_json",

@@ -15,34 +15,16 @@ import orjson
 from jinja2 import TemplateError
 from pydantic import ValidationError
 
-from judge._cache import VerdictCache, cache_key, default_cache_dir
-from judge._calls import ShapeError
-from judge._case import Case
-from judge._check import check_case, invalid_case_result
-from judge._client import (
-    ChatClient,
-    JudgeRequestError,
-    ResponseFormat,
-    rejects_structured_output,
-    resolve_endpoint,
-    serving,
-)
-from judge._decide import (
-    agreement_with_checks,
-    majority,
-    majority_arguments,
-)
-from judge._env import EnvironmentFactory
 from judge._errors import CaseError, JudgeError
-from judge._grounding import ungrounded_values
-from judge._loading import iter_cases
-from judge._match import Match
-from judge._questions import Question, Questions, parser, questions_for
-from judge._result import CaseResult, CheckResults
-from judge._retry import RetryPolicy
-from judge._rubric import RubricSet, load_rubrics
-from judge._structure import SchemaCache
-from judge._verdict import (
+from judge.cases._calls import ShapeError
+from judge.cases._case import Case
+from judge.cases._files import default_cache_dir
+from judge.cases._loading import iter_cases
+from judge.cases._match import Match
+from judge.checks._check import check_case, invalid_case_result
+from judge.checks._env import EnvironmentFactory
+from judge.checks._grounding import ungrounded_values
+from judge.checks._outcome import (
     DEFAULT_SEED,
     JudgeOutcome,
     Provenance,
@@ -50,6 +32,25 @@ from judge._verdict import (
     TrajectoryVerdict,
     Usage,
 )
+from judge.checks._result import CaseResult, CheckResults
+from judge.checks._structure import SchemaCache
+from judge.endpoints._client import (
+    ChatClient,
+    JudgeRequestError,
+    ResponseFormat,
+    rejects_structured_output,
+    serving,
+)
+from judge.endpoints._endpoint import resolve_endpoint
+from judge.endpoints._retry import RetryPolicy
+from judge.judging._cache import VerdictCache, cache_key
+from judge.judging._decide import (
+    agreement_with_checks,
+    majority,
+    majority_arguments,
+)
+from judge.judging._questions import Question, Questions, parser, questions_for
+from judge.judging._rubric import RubricSet, load_rubrics
 
 MAX_REASKS = 2
 FormatChoice = Literal["auto", "json_schema", "json_object", "tool"]
@@ -144,7 +145,7 @@ class Judge:
     @property
     def model(self) -> str:
         if self._endpoint is None:
-            from judge._local import LOCAL_MODEL_NAME
+            from judge.endpoints._local import LOCAL_MODEL_NAME
 
             return LOCAL_MODEL_NAME
         return self._endpoint.model

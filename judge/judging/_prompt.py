@@ -6,11 +6,11 @@ from typing import Any
 
 import orjson
 
-from judge._calls import ToolCall
-from judge._case import Case
-from judge._result import CaseResult, Failure, FailureKind
-from judge._structure import parse_arguments
-from judge._trajectory import response_offset, trajectory_calls
+from judge.cases._calls import ToolCall
+from judge.cases._case import Case
+from judge.checks._result import CaseResult, Failure, FailureKind
+from judge.checks._structure import parse_arguments
+from judge.checks._trajectory import response_offset, trajectory_calls
 
 STRUCTURAL = frozenset(
     (

@@ -7,19 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from judge._case import Case
-from judge._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
-from judge._prompt import response_failures, rubric_variables, trajectory_steps
-from judge._result import CaseResult, Failure, FailureKind
-from judge._rubric import Rubric, RubricSet
-from judge._verdict import (
-    ArgumentVerdict,
-    SelectionVerdict,
-    TrajectoryVerdict,
-    arguments_schema,
-    selection_schema,
-    trajectory_schema,
-)
+from judge.cases._case import Case
+from judge.checks._outcome import ArgumentVerdict, SelectionVerdict, TrajectoryVerdict
+from judge.checks._result import CaseResult, Failure, FailureKind
+from judge.judging._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
+from judge.judging._prompt import response_failures, rubric_variables, trajectory_steps
+from judge.judging._replies import arguments_schema, selection_schema, trajectory_schema
+from judge.judging._rubric import Rubric, RubricSet
 
 
 @dataclass(frozen=True)

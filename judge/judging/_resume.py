@@ -10,10 +10,10 @@ import orjson
 from pydantic import ValidationError
 
 from judge._errors import InputError
-from judge._files import write_atomically
-from judge._loading import first_error
-from judge._result import CaseResult, FailureKind
-from judge._verdict import JudgeOutcome
+from judge.cases._files import write_atomically
+from judge.cases._loading import first_error
+from judge.checks._outcome import JudgeOutcome
+from judge.checks._result import CaseResult, FailureKind
 
 _DONE = ("ok", "skipped")
 

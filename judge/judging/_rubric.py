@@ -29,7 +29,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judge._errors import JudgeError
-from judge._verdict import RubricRef
+from judge.checks._outcome import RubricRef
 
 Dimension = Literal["selection", "arguments", "trajectory"]
 _LABELS: dict[str, tuple[str, ...]] = {
@@ -162,7 +162,7 @@ def builtin_rubrics_dir(kind: str = "default") -> Path:
     shipped = Path(str(resources.files("judge"))) / "rubrics" / kind
     if shipped.is_dir():
         return shipped
-    return Path(__file__).resolve().parent.parent / "rubrics" / kind  # a source checkout
+    return Path(__file__).resolve().parents[2] / "rubrics" / kind  # a source checkout
 
 
 def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") -> RubricSet:

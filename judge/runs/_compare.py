@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from judge._repeats import repeat_stats
-from judge._runs import RunRecord
+from judge.runs._records import RunRecord
+from judge.runs._repeats import repeat_stats
 
 Z95 = 1.959963984540054
 BOOTSTRAP_SAMPLES = 10_000

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge._candidate_client import CandidateClient, CandidateRequestError
-from judge._case import Case
-from judge._client import OPENROUTER_URL, Endpoint
 from judge._errors import JudgeError
+from judge.cases._case import Case
+from judge.endpoints._candidates import CandidateClient, CandidateRequestError
+from judge.endpoints._endpoint import OPENROUTER_URL, Endpoint
 
 LOCAL = "local"
 """The candidate name of the embedded model."""

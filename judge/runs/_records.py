@@ -13,10 +13,10 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judge._errors import InputError
-from judge._files import write_atomically
-from judge._loading import first_error
-from judge._result import CaseResult, Failure
-from judge._verdict import JudgeOutcome
+from judge.cases._files import write_atomically
+from judge.cases._loading import first_error
+from judge.checks._outcome import JudgeOutcome
+from judge.checks._result import CaseResult, Failure
 
 Key = tuple[str, str, int]
 

@@ -7,8 +7,8 @@ import html
 from collections.abc import Callable
 from typing import IO, Any
 
-from judge._compare import Comparison, Interval
-from judge._report import STYLE, plot_png
+from judge.calibrate._report import STYLE, plot_png
+from judge.runs._compare import Comparison, Interval
 
 _CHECK_NAMES = {
     "tool_selection": "selection",

@@ -16,17 +16,18 @@ from typing import Any, TypeVar
 
 import orjson
 
-from judge._calls import ShapeError, normalise_response
-from judge._candidate_client import CandidateClient, CandidateRequestError
-from judge._case import Case
-from judge._check import check_case
-from judge._client import Endpoint, JudgeEndpointError, serving
-from judge._grade import Judge
-from judge._preflight import LOCAL, Agreed, PreflightError, request_body
-from judge._retry import RetryPolicy
-from judge._runs import Key, RunRecord
-from judge._structure import SchemaCache
-from judge._text_calls import with_text_calls
+from judge.cases._calls import ShapeError, normalise_response
+from judge.cases._case import Case
+from judge.cases._text_calls import with_text_calls
+from judge.checks._check import check_case
+from judge.checks._structure import SchemaCache
+from judge.endpoints._candidates import CandidateClient, CandidateRequestError
+from judge.endpoints._client import JudgeEndpointError, serving
+from judge.endpoints._endpoint import Endpoint
+from judge.endpoints._retry import RetryPolicy
+from judge.judging._grade import Judge
+from judge.runs._preflight import LOCAL, Agreed, PreflightError, request_body
+from judge.runs._records import Key, RunRecord
 
 T = TypeVar("T")
 OnRecord = Callable[[RunRecord], None]

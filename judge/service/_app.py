@@ -26,15 +26,15 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from judge._check import iter_check
-from judge._client import JudgeEndpointError
-from judge._env import EnvironmentFactory
-from judge._grade import Judge
-from judge._match import Match
-from judge._result import CaseResult
-from judge._schema import SchemaName, json_schema
-from judge._service_body import NDJSON, Batch, Limits, read_batch
-from judge._structure import SchemaCache
+from judge.cases._match import Match
+from judge.checks._check import iter_check
+from judge.checks._env import EnvironmentFactory
+from judge.checks._result import CaseResult
+from judge.checks._structure import SchemaCache
+from judge.endpoints._client import JudgeEndpointError
+from judge.judging._grade import Judge
+from judge.service._body import NDJSON, Batch, Limits, read_batch
+from judge.service._schema import SchemaName, json_schema
 
 TOKEN_ENV = "JUDGE_SERVICE_TOKEN"
 OPEN_PATHS = frozenset(("/healthz",))

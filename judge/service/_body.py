@@ -16,10 +16,10 @@ import orjson
 from fastapi import HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
-from judge._calls import json_kind
-from judge._case import Case
 from judge._errors import CaseError
-from judge._loading import iter_stream, parse_case
+from judge.cases._calls import json_kind
+from judge.cases._case import Case
+from judge.cases._loading import iter_stream, parse_case
 
 NDJSON = "application/x-ndjson"
 NDJSON_TYPES = frozenset((NDJSON, "application/jsonl", "application/x-jsonlines"))

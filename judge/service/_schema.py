@@ -13,10 +13,10 @@ from __future__ import annotations
 import copy
 from typing import Any, Literal
 
-from judge._calibration import CalibrationRecord
-from judge._case import Case
-from judge._match import MATCH_MODES
-from judge._result import CaseResult
+from judge.calibrate._record import CalibrationRecord
+from judge.cases._case import Case
+from judge.cases._match import MATCH_MODES
+from judge.checks._result import CaseResult
 
 SchemaName = Literal["case", "result", "calibration"]
 SCHEMA_NAMES: tuple[SchemaName, ...] = ("case", "result", "calibration")

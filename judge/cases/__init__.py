@@ -1,0 +1,12 @@
+"""Cases: what is graded, read from JSON Lines, DataFrames, plain objects or BFCL files.
+
+- `_case`: the case model (messages, tools, response, expected calls, labels, match settings);
+- `_calls`: every accepted response shape normalised to one `Response` of `ToolCall`s;
+- `_text_calls`: calls written as JSON text in a reply's content;
+- `_match`: the match settings a case or a run may carry (trajectory and argument modes);
+- `_loading`: readers that never stop at a bad line (`CaseError` in its place);
+- `_bfcl`: the Berkeley Function Calling Leaderboard's own files as cases;
+- `_files`: whole-file replacement, and the per-user cache folder.
+
+The bottom layer: imports only `judge._errors`.
+"""

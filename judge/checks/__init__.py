@@ -1,0 +1,14 @@
+"""Deterministic checks: what code can prove about a case, and the result record.
+
+- `_structure`: one call's arguments (strict JSON, a known name, the tool's Draft 7 schema);
+- `_values`: expected values, with flexible matching rules;
+- `_arguments`: a call's arguments against its reference call, by argument mode;
+- `_trajectory`: the whole path of calls against the reference, by match mode;
+- `_env`: final state, by replaying the calls into an environment;
+- `_grounding`: argument values that appear nowhere in the conversation;
+- `_check`: all of the above for one case, or a stream of cases;
+- `_result`, `_outcome`: the result record (`CaseResult`) and the judge's part of it;
+- `_summary`: counts per outcome and failure kind.
+
+Imports `cases` and `judge._errors` only.
+"""

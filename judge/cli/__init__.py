@@ -1,0 +1,14 @@
+"""The `judge` command line: parse options, call the library, print.
+
+- `_main`: the command group and `judge check` (the only command imported at start-up);
+- `_common`: exit codes, option helpers, printing;
+- `_matching`: the trajectory match options;
+- `_judge_options`: the options that fix a judge, and the calibration gate;
+- `_grade`, `_data`, `_run`, `_service`: the other commands, each imported when it runs.
+
+The top layer: may import every other.
+"""
+
+from judge.cli._main import main
+
+__all__ = ["main"]

@@ -1,0 +1,152 @@
+"""The options that fix a judge, and the judge they describe (past the calibration gate):
+shared by every command that runs one."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from judge._errors import JudgeError
+from judge.checks._outcome import DEFAULT_SEED
+from judge.cli._common import EXIT_GATE, EXIT_UNREADABLE, stack_options
+from judge.cli._matching import trajectory_from
+
+if TYPE_CHECKING:
+    from judge.judging._grade import Judge
+
+# The options that fix a judge; shared by every command that runs one.
+judge_options = stack_options(
+    click.option(
+        "--model",
+        help="Judge model (`local` for the embedded one; default: "
+        "JUDGE_MODEL, or the provider's default).",
+    ),
+    click.option(
+        "--base-url",
+        help="Any OpenAI-compatible endpoint (default: "
+        "JUDGE_BASE_URL; OPENROUTER_API_KEY selects OpenRouter, OPENAI_API_KEY "
+        "OpenAI; none: the embedded judge).",
+    ),
+    click.option(
+        "--rubrics",
+        type=click.Path(file_okay=False, exists=True),
+        help="A folder of your own rubrics (*.j2), one per dimension.",
+    ),
+    click.option(
+        "--samples",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Ask N times; report the majority verdict and the flip rate.",
+    ),
+    click.option(
+        "--concurrency",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Requests in flight at once.",
+    ),
+    click.option("--temperature", type=float, default=0.0, show_default=True),
+    click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True),
+    click.option("--reasoning-effort", help="Passed through to the provider."),
+    click.option("--extra-body", help="JSON object of provider fields, passed through."),
+    click.option(
+        "--response-format",
+        default="auto",
+        show_default=True,
+        type=click.Choice(["auto", "json_schema", "json_object", "tool"]),
+        help="How to ask for structured output (auto: json_schema, stepping "
+        "down when the endpoint refuses it).",
+    ),
+    click.option(
+        "--timeout",
+        type=float,
+        default=120.0,
+        show_default=True,
+        help="Seconds before one request is abandoned (and retried).",
+    ),
+    click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        help="Where verdicts are cached (default: JUDGE_CACHE_DIR, else the user cache folder).",
+    ),
+    click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+    click.option(
+        "--judge-broken",
+        is_flag=True,
+        help="Ask the judge about calls that already failed structurally too.",
+    ),
+)
+
+
+# --calibration, --strict and --force: the gate of every command that runs a judge.
+calibration_options = stack_options(
+    click.option(
+        "--calibration",
+        type=click.Path(dir_okay=False),
+        help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from "
+        "the calibrated one or whose kappa is under the record's threshold.",
+    ),
+    click.option(
+        "--strict",
+        is_flag=True,
+        help="With --calibration: the kappa's 95% interval lower bound must clear it.",
+    ),
+    click.option(
+        "--force",
+        is_flag=True,
+        help="With --calibration: run anyway, every verdict marked trusted: false.",
+    ),
+)
+
+
+def make_judge(options: dict[str, Any]) -> Judge:
+    extra = options.pop("extra_body")
+    try:
+        extra_body = json.loads(extra) if extra else None
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"--extra-body is not JSON: {exc}") from None
+    no_cache = options.pop("no_cache")
+    from judge.judging._grade import Judge  # the OpenAI SDK: only for commands that judge
+
+    return Judge(extra_body=extra_body, cache=not no_cache, **options)
+
+
+def judge_for(
+    command: str,
+    options: dict[str, Any],
+    *,
+    calibration: str | None = None,
+    strict: bool = False,
+    force: bool = False,
+) -> Judge:
+    """The judge that the judge options and the trajectory options describe, past the
+    calibration gate when a record is given (exit 2 on bad options, 3 when refused)."""
+    try:
+        match, env = trajectory_from(options)
+        judge = make_judge({**options, "match": match, "env": env})
+    except (JudgeError, ValueError) as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if calibration is not None:
+        judge.trusted = gate_judge(judge, calibration, strict=strict, force=force, command=command)
+    return judge
+
+
+def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
+    """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
+    from judge.calibrate._record import GateRefusal, check_gate, load_record
+
+    try:
+        record = load_record(path)
+        check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
+    except GateRefusal as exc:
+        if not force:
+            click.echo(f"judge {command}: refused: {exc}", err=True)
+            sys.exit(EXIT_GATE)
+        click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
+        return False
+    return True

@@ -1,0 +1,68 @@
+"""The JSON Schemas the judge's replies must fit (strict-mode compatible): reasoning first,
+labels constrained to the verdict types' enums."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judge.checks._outcome import ARGUMENT_PROBLEMS, SELECTION_CATEGORIES, TRAJECTORY_PROBLEMS
+
+ACTIONS = ("call_tool", "ask_user", "answer_directly")
+
+
+def selection_schema(max_reasoning: int | None, decide_action: bool = False) -> dict[str, Any]:
+    """The JSON Schema the judge's selection reply must fit (strict-mode compatible). With
+    `decide_action`, the needed and the taken action come before the verdict."""
+    actions = {"type": "string", "enum": list(ACTIONS)}
+    return _object(
+        {
+            "reasoning": _text(max_reasoning),
+            **({"needed_action": actions, "assistant_action": actions} if decide_action else {}),
+            "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
+            "category": {"type": "string", "enum": list(SELECTION_CATEGORIES)},
+        }
+    )
+
+
+def arguments_schema(calls: list[int], max_reasoning: int | None) -> dict[str, Any]:
+    """The reply schema for argument verdicts on exactly these calls, one each."""
+    item = _object(
+        {
+            "call": {"type": "integer", "enum": calls},
+            "reasoning": _text(max_reasoning),
+            "verdict": {"type": "string", "enum": ["correct", "incorrect", "not_applicable"]},
+            "problems": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(ARGUMENT_PROBLEMS)},
+            },
+        }
+    )
+    verdicts = {"type": "array", "items": item, "minItems": len(calls), "maxItems": len(calls)}
+    return _object({"verdicts": verdicts})
+
+
+def trajectory_schema(max_reasoning: int | None) -> dict[str, Any]:
+    """The reply schema of a trajectory verdict."""
+    return _object(
+        {
+            "reasoning": _text(max_reasoning),
+            "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
+            "problems": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(TRAJECTORY_PROBLEMS)},
+            },
+        }
+    )
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _text(max_length: int | None) -> dict[str, Any]:
+    return {"type": "string"} if max_length is None else {"type": "string", "maxLength": max_length}

@@ -1,0 +1,11 @@
+"""Multi-model runs: the same cases, with the same settings, sent to several candidate models.
+
+- `_preflight`: what each candidate supports, and the one set of settings they all get;
+- `_runner`: every model, case and run, each response stored and graded;
+- `_records`: the runs file (append-only, resumable);
+- `_repeats`: pass^k and pass@k;
+- `_compare`: pass rates with intervals, breakdowns, paired differences between models;
+- `_report`: the comparison as terminal tables and an HTML page.
+
+Imports `calibrate` and the layers below it.
+"""

@@ -1,0 +1,248 @@
+"""The package's layering: every import in `judge/` goes down the layers (or stays in its
+layer), and no import cycle exists. Imports are read with `ast`: nothing is imported or run."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import judge
+
+PACKAGE = Path(judge.__file__).parent
+
+# Bottom to top: a module may import its own layer and the layers before it.
+LAYERS = (
+    "judge._errors",
+    "judge.cases",
+    "judge.endpoints",
+    "judge.checks",
+    "judge.adapters",
+    "judge.judging",
+    "judge.calibrate",
+    "judge.runs",
+    "judge.service",
+    "judge",  # the public API: judge/__init__.py
+    "judge.cli",  # and judge/__main__.py
+)
+
+# The names of `judge.__all__` before the package was layered: each must stay importable.
+PUBLIC_NAMES = (
+    "Agreement",
+    "ArgumentRule",
+    "ArgumentVerdict",
+    "Case",
+    "CaseError",
+    "CaseResult",
+    "CheckResults",
+    "Comparison",
+    "Environment",
+    "ExpectedCall",
+    "Failure",
+    "FailureKind",
+    "InputError",
+    "Judge",
+    "JudgeEndpointError",
+    "JudgeError",
+    "JudgeOutcome",
+    "Labels",
+    "Limits",
+    "LoadedCases",
+    "Match",
+    "ModelStats",
+    "PairedDifference",
+    "Provenance",
+    "RepeatStats",
+    "ReplyError",
+    "Response",
+    "RetryPolicy",
+    "Rubric",
+    "RubricError",
+    "RubricRef",
+    "RubricSet",
+    "Rules",
+    "RunRecord",
+    "SelectionVerdict",
+    "StateDiff",
+    "StateEnvironment",
+    "StateReport",
+    "Tool",
+    "ToolCall",
+    "ToolFailed",
+    "TrajectoryReport",
+    "UngroundedValue",
+    "Usage",
+    "check",
+    "check_case",
+    "compare_runs",
+    "create_app",
+    "grade",
+    "iter_cases",
+    "iter_check",
+    "json_equal",
+    "json_schema",
+    "load_cases",
+    "load_rubrics",
+    "pass_at_k",
+    "pass_hat_k",
+    "read_runs",
+    "repeat_stats",
+    "replay",
+)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> int:
+    if module == "judge.__main__":
+        return LAYERS.index("judge.cli")
+    # The longest layer name that is the module or a package above it.
+    found = [i for i, name in enumerate(LAYERS) if module == name or module.startswith(name + ".")]
+    return max(found, key=lambda i: len(LAYERS[i]))
+
+
+def imports_of(module: str) -> Iterator[tuple[str, int]]:
+    """The `judge` modules a module imports (anywhere in it, TYPE_CHECKING blocks and
+    function bodies included), with the line of each import."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            for alias in node.names:
+                # `from judge.checks import _result` names a module; `from x import name` does not
+                target = f"{base}.{alias.name}"
+                yield (target if target in MODULES else base), node.lineno
+
+
+def graph() -> dict[str, dict[str, int]]:
+    """Each module's imports of other `judge` modules, with the line of the first."""
+    edges: dict[str, dict[str, int]] = {}
+    for module in MODULES:
+        found = edges.setdefault(module, {})
+        for target, line in imports_of(module):
+            if target in MODULES and target != module:
+                found.setdefault(target, line)
+    return edges
+
+
+def find_cycle(edges: dict[str, dict[str, int]]) -> list[str] | None:
+    """One import cycle (its modules in order, the first repeated at the end), or None."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = "open"
+        stack.append(module)
+        for target in edges[module]:
+            if state.get(target) == "open":
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        state[module] = "done"
+        return None
+
+    for module in edges:
+        if module not in state and (cycle := visit(module)):
+            return cycle
+    return None
+
+
+def test_every_module_is_in_a_layer() -> None:
+    assert len(MODULES) > 50
+    for module in MODULES:
+        assert layer_of(module) >= 0, module
+
+
+def upward_imports(edges: dict[str, dict[str, int]]) -> list[str]:
+    return [
+        f"{module} imports {target} (line {line}): {LAYERS[layer_of(module)]} is below "
+        f"{LAYERS[layer_of(target)]}"
+        for module, targets in edges.items()
+        for target, line in targets.items()
+        if layer_of(target) > layer_of(module)
+    ]
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    assert upward_imports(graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "target", "allowed"),
+    [
+        pytest.param("judge.checks._result", "judge.cases._case", True, id="down"),
+        pytest.param("judge.checks._result", "judge.checks._env", True, id="same-layer"),
+        pytest.param("judge.checks._result", "judge.judging._grade", False, id="up"),
+        pytest.param("judge.cases._case", "judge.checks._values", False, id="cases-use-checks"),
+        pytest.param("judge.judging._grade", "judge", False, id="the-public-api-from-below"),
+        pytest.param("judge.cli._main", "judge", True, id="the-public-api-from-the-cli"),
+    ],
+)
+def test_upward_imports(module: str, target: str, allowed: bool) -> None:
+    found = upward_imports({module: {target: 3}})
+    assert len(found) == (0 if allowed else 1)
+    assert all(f.startswith(f"{module} imports {target} (line 3)") for f in found)
+
+
+def test_no_import_cycle() -> None:
+    cycle = find_cycle(graph())
+    assert cycle is None, " -> ".join(cycle or ())
+
+
+@pytest.mark.parametrize(
+    ("edges", "expected"),
+    [
+        pytest.param({"a": {"b": 1}, "b": {}}, None, id="a-chain-is-no-cycle"),
+        pytest.param({"a": {"b": 1}, "b": {"a": 2}}, ["a", "b", "a"], id="two-modules"),
+        pytest.param(
+            {"a": {"b": 1}, "b": {"c": 1}, "c": {"b": 1}}, ["b", "c", "b"], id="below-the-start"
+        ),
+        pytest.param({"a": {"b": 1, "c": 1}, "b": {"c": 1}, "c": {}}, None, id="a-diamond"),
+    ],
+)
+def test_find_cycle(edges: dict[str, dict[str, int]], expected: list[str] | None) -> None:
+    assert find_cycle(edges) == expected
+
+
+@pytest.mark.parametrize(
+    ("module", "layer"),
+    [
+        pytest.param("judge._errors", "judge._errors", id="errors-at-the-bottom"),
+        pytest.param("judge.cases._case", "judge.cases", id="a-layer-module"),
+        pytest.param("judge.adapters.pytest", "judge.adapters", id="a-public-adapter"),
+        pytest.param("judge", "judge", id="the-public-api"),
+        pytest.param("judge.__main__", "judge.cli", id="main-with-the-cli"),
+        pytest.param("judge.cli", "judge.cli", id="the-cli-package"),
+    ],
+)
+def test_layer_of(module: str, layer: str) -> None:
+    assert LAYERS[layer_of(module)] == layer
+
+
+def test_imports_are_read_in_every_form() -> None:
+    imported = {target for target, _ in imports_of("judge.cli._data")}
+    # `from judge.endpoints import _local` inside a function: the module, not the package
+    assert "judge.endpoints._local" in imported
+    assert "judge.checks._result" in imported  # a top-level `from ... import name`
+
+
+def test_every_public_name_still_imports() -> None:
+    assert sorted(judge.__all__) == sorted(PUBLIC_NAMES)
+    for name in PUBLIC_NAMES:
+        assert getattr(judge, name) is not None, name
