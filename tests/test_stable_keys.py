@@ -1,0 +1,72 @@
+"""What users keep between releases: the verdict cache's keys and the calibration fingerprint.
+
+The values below were computed by the package before it was split into layers (commit 4bd43e1);
+a cache filled or a calibration record written then still answers. A change to how a question's
+key or a judge's fingerprint is built makes every user's cache miss and every record refuse the
+judge: when that is meant, say so in the change and update these values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from judge import Judge, load_cases
+from judge.calibrate._record import fingerprint_sha256
+
+HEADER = '+++\nname = "{0}"\nversion = "1"\ndimension = "{0}"\nlabels = [{1}]\n{2}+++\n'
+BLOCKS = (
+    "{% block system %}Grade.{% endblock %}"
+    "{% block user %}{{ tool_names }} {{ calls }} {{ conversation }}{% endblock %}"
+)
+CASE = {
+    "id": "k",
+    "messages": [{"role": "user", "content": "weather in Paris"}],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ],
+    "response": {
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+}
+
+
+def fixed_judge(folder: Path) -> Judge:
+    """A judge whose every input is fixed here: endpoint, settings and rubric text."""
+    labels = '"correct", "incorrect"'
+    (folder / "selection.j2").write_text(HEADER.format("selection", labels, "") + BLOCKS)
+    labels += ', "not_applicable"'
+    (folder / "arguments.j2").write_text(
+        HEADER.format("arguments", labels, "per_call = true\n") + BLOCKS
+    )
+    return Judge(model="m", base_url="http://127.0.0.1:9/v1", rubrics=folder, cache=False)
+
+
+def test_cache_keys_are_those_written_before(tmp_path: Path) -> None:
+    judge = fixed_judge(tmp_path)
+    [case] = load_cases([CASE])
+    keys = {
+        q.dimension: judge._key(q, 0, "json_schema")
+        for q in judge.questions(case, judge.check(case)).questions
+    }
+    assert keys == {
+        "selection": "aca3cc773455e7e5cc3d28ea7eefe17553178ef794b971e6159e3f536ba4fdc0",
+        "arguments": "788ec25ff3cb1177a1a96decf70a300369653750f5c47e50218d85dc870ef815",
+    }
+
+
+def test_the_calibration_fingerprint_is_that_written_before(tmp_path: Path) -> None:
+    fingerprint = fingerprint_sha256(fixed_judge(tmp_path).fingerprint())
+    assert fingerprint == "f7309fde5d620230c6789ec528bb0a18cef25779b7ae572929a504f63752ec32"
