@@ -6,12 +6,19 @@ import pytest
 
 from tests.chat_server import ChatServer, serving
 from tests.helpers import PROVIDER_KEYS
+from tests.openrouter_server import OpenRouterServer, openrouter
 
 
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
     with serving() as running:
         yield running
+
+
+@pytest.fixture
+def fake() -> Iterator[OpenRouterServer]:
+    with openrouter() as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)

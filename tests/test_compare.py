@@ -1,11 +1,18 @@
-"""The statistics of `judge compare`."""
+"""The statistics of `judge compare`, and the command on runs made by `judge run`."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from judge.cli import main
 from judge.runs._compare import compare_runs, paired_difference, wilson
 from judge.runs._records import RunRecord
+from tests.openrouter_server import COMPLETION_PRICE, PROMPT_PRICE, OpenRouterServer
+from tests.run_helpers import lines, run, write_cases
 
 
 @pytest.mark.parametrize(
@@ -102,3 +109,63 @@ def test_the_judge_breakdown_counts_what_the_judge_passed() -> None:
     ]
     [stats] = compare_runs(records).models
     assert stats.breakdown["judge"] == pytest.approx(2 / 4)  # the judge_error is left out
+
+
+def test_a_worse_model_ranks_lower_and_the_difference_is_sure(
+    fake: OpenRouterServer, tmp_path: Path
+) -> None:
+    cases = write_cases(tmp_path / "c.jsonl")
+    out = tmp_path / "runs.jsonl"
+    result = run(fake, cases, "--models", "bad/m,good/m", "-o", str(out), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [m["model"] for m in report["models"]] == ["good/m", "bad/m"]
+    good, bad = report["models"]
+    assert (good["pass_rate"]["value"], bad["pass_rate"]["value"]) == (1.0, 0.0)
+    assert good["pass_rate"]["low"] == pytest.approx(0.5101, abs=1e-3)  # Wilson, n = 4 cases
+    assert bad["breakdown"]["tool_selection"] == 0.0 and bad["breakdown"]["schema_valid"] == 1.0
+    pair = report["pairs"][0]
+    assert (pair["a"], pair["b"], pair["cases"]) == ("good/m", "bad/m", 4)
+    assert pair["difference"] == {"value": 1.0, "low": 1.0, "high": 1.0}
+    assert pair["significant"] is True
+    # cost from the catalog's per-token prices: 4 responses of 50 + 10 tokens
+    assert good["cost_usd"] == pytest.approx(4 * (50 * PROMPT_PRICE + 10 * COMPLETION_PRICE))
+    record = lines(out)[0]
+    assert list(record)[:9] == [
+        "model", "case_id", "run", "response", "tool_selection", "schema_valid",
+        "argument_values", "passed", "failures",
+    ]  # fmt: skip
+    assert {"usage", "latency_s"} <= record.keys() and "judge" not in record
+    assert record["response"]["choices"][0]["message"]["tool_calls"]  # stored as returned
+
+
+def test_pass_hat_k_and_varying_cases_over_runs(fake: OpenRouterServer, tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris", "Oslo"))
+    out = tmp_path / "runs.jsonl"
+    result = run(fake, cases, "--models", "flaky/m", "--runs", "3", "-o", str(out),
+                 "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    flaky = json.loads(result.stdout)["models"][0]
+    # every case passes 2 runs of 3 (right on the 1st and 3rd request)
+    assert flaky["pass_hat_k"] == pytest.approx({"1": 2 / 3, "2": 1 / 3, "3": 0.0})
+    assert flaky["pass_at_k"] == pytest.approx({"1": 2 / 3, "2": 1.0, "3": 1.0})
+    assert sorted(flaky["varying"]) == ["oslo", "paris"]
+    table = run(fake, cases, "--models", "flaky/m", "--runs", "3", "-o", str(out))
+    assert "pass^3" in table.stdout and "outcome varies between runs" in table.stdout
+
+
+def test_compare_writes_an_html_report_with_a_plot_per_metric(
+    fake: OpenRouterServer, tmp_path: Path
+) -> None:
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris", "Oslo"))
+    out = tmp_path / "runs.jsonl"
+    assert (
+        run(fake, cases, "--models", "good/m,flaky/m", "--runs", "2", "-o", str(out)).exit_code == 0
+    )
+    report = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["compare", str(out), "--html", str(report)])
+    assert result.exit_code == 0, result.stderr
+    assert "good/m" in result.stdout and "paired differences" in result.stdout
+    page = report.read_text()
+    assert page.count("<img") == 7
+    assert "flaky/m" in page and "Wilson" in page

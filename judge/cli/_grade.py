@@ -30,7 +30,8 @@ from judge.cli._common import (
 from judge.cli._judge_options import calibration_options, judge_for, judge_options
 from judge.cli._matching import judge_trajectory_option, trajectory_options
 from judge.endpoints._client import JudgeEndpointError
-from judge.judging._grade import Judge, Plan
+from judge.judging._grade import Judge
+from judge.judging._plan import Plan, plan
 from judge.judging._resume import finished_results
 from judge.judging._rubric import load_rubrics
 
@@ -128,7 +129,7 @@ def grade_command(
 
 async def _plan(judge: Judge, cases: tuple[str, ...]) -> Plan:
     async with judge:
-        return await judge.plan(*cases)
+        return await plan(judge, *cases)
 
 
 def _same_file(path: str, other: str) -> bool:

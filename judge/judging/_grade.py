@@ -4,10 +4,8 @@ with a persistent cache, bounded concurrency, self-consistency samples and prove
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Container, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,6 +47,7 @@ from judge.judging._decide import (
     majority,
     majority_arguments,
 )
+from judge.judging._parallel import in_parallel
 from judge.judging._questions import Question, Questions, parser, questions_for
 from judge.judging._rubric import RubricSet, load_rubrics
 
@@ -63,20 +62,6 @@ class ReplyError(JudgeError):
     def __init__(self, message: str, raw: str | None) -> None:
         super().__init__(message)
         self.raw = raw
-
-
-@dataclass
-class Plan:
-    """What grading would send: requests not already cached, and their estimated tokens."""
-
-    cases: int = 0
-    requests: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    """Estimated at four characters a token."""
-    by_dimension: Counter[str] = field(default_factory=Counter)
-    unrenderable: int = 0
-    """Cases a rubric cannot render: grading records `judge_error` for them, asking nothing."""
 
 
 class Judge:
@@ -256,55 +241,16 @@ class Judge:
         async for _, result in self._run(enumerate(iter_cases(cases)), skip):
             yield result
 
-    async def _run(
+    def _run(
         self, items: Iterable[tuple[int, Case | CaseError]], skip: Container[str]
     ) -> AsyncIterator[tuple[int, CaseResult]]:
-        inbox: asyncio.Queue[tuple[int, Case | CaseError] | None] = asyncio.Queue(
-            maxsize=self._concurrency * 2
-        )
-        outbox: asyncio.Queue[tuple[int, CaseResult] | BaseException | None] = asyncio.Queue()
+        todo = ((i, item) for i, item in items if not (isinstance(item, Case) and item.id in skip))
+        return in_parallel(todo, self._grade_item, self._concurrency)
 
-        async def feed() -> None:
-            try:
-                for index, item in items:
-                    if isinstance(item, Case) and item.id in skip:
-                        continue
-                    await inbox.put((index, item))
-            except Exception as exc:  # the cases cannot be read (a missing file): raised below
-                await outbox.put(exc)
-            # Not in `finally`: once cancelled, no worker is left to make room in the inbox.
-            for _ in range(self._concurrency):
-                await inbox.put(None)
-
-        async def work() -> None:
-            try:
-                while (job := await inbox.get()) is not None:
-                    index, item = job
-                    if isinstance(item, CaseError):
-                        await outbox.put((index, invalid_case_result(item)))
-                    else:
-                        await outbox.put((index, await self.grade_case(item)))
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer to raise
-                await outbox.put(exc)
-            finally:
-                await outbox.put(None)
-
-        tasks = [asyncio.create_task(feed())]
-        tasks += [asyncio.create_task(work()) for _ in range(self._concurrency)]
-        running = self._concurrency
-        try:
-            while running:
-                got = await outbox.get()
-                if got is None:
-                    running -= 1
-                elif isinstance(got, BaseException):
-                    raise got
-                else:
-                    yield got
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    async def _grade_item(self, item: Case | CaseError) -> CaseResult:
+        if isinstance(item, CaseError):
+            return invalid_case_result(item)
+        return await self.grade_case(item)
 
     async def grade_case(self, case: Case) -> CaseResult:
         """Check a case deterministically, then judge it."""
@@ -382,30 +328,9 @@ class Judge:
             trajectory=self.trajectory,
         )
 
-    async def plan(self, *sources: Any) -> Plan:
-        """Count what grading the cases of every source would send, without sending anything."""
-        plan = Plan()
-        for item in itertools.chain.from_iterable(iter_cases(s) for s in sources):
-            if not isinstance(item, Case) or item.response is None:
-                continue
-            plan.cases += 1
-            try:
-                questions = self.questions(item, self.check(item)).questions
-            except (TemplateError, ShapeError):  # grading gives this case `judge_error`
-                plan.unrenderable += 1
-                continue
-            for question in questions:
-                for sample in range(self.samples):
-                    if self._cache and await self._cache.get(
-                        self._key(question, sample, self._mode)
-                    ):
-                        plan.cached += 1
-                        continue
-                    plan.requests += 1
-                    plan.by_dimension[question.dimension] += 1
-                    chars = sum(len(m["content"]) for m in question.messages)
-                    plan.prompt_tokens += chars // 4 + len(orjson.dumps(question.schema)) // 4
-        return plan
+    async def is_cached(self, question: Question, sample: int) -> bool:
+        """Whether this sample of the question would be answered from the cache."""
+        return bool(self._cache and await self._cache.get(self._key(question, sample, self._mode)))
 
     def _key(self, question: Question, sample: int, mode: ResponseFormat) -> str:
         # The judge without its rubric list, and the one rubric asked: turning the trajectory

@@ -1,0 +1,56 @@
+"""What grading would send, counted without sending anything (`judge grade --dry-run`)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from jinja2 import TemplateError
+
+from judge.cases._calls import ShapeError
+from judge.cases._case import Case
+from judge.cases._loading import iter_cases
+
+if TYPE_CHECKING:
+    from judge.judging._grade import Judge
+
+
+@dataclass
+class Plan:
+    """What grading would send: requests not already cached, and their estimated tokens."""
+
+    cases: int = 0
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    """Estimated at four characters a token."""
+    by_dimension: Counter[str] = field(default_factory=Counter)
+    unrenderable: int = 0
+    """Cases a rubric cannot render: grading records `judge_error` for them, asking nothing."""
+
+
+async def plan(judge: Judge, *sources: Any) -> Plan:
+    """Count what grading the cases of every source with `judge` would send."""
+    found = Plan()
+    for item in itertools.chain.from_iterable(iter_cases(s) for s in sources):
+        if not isinstance(item, Case) or item.response is None:
+            continue
+        found.cases += 1
+        try:
+            questions = judge.questions(item, judge.check(item)).questions
+        except (TemplateError, ShapeError):  # grading gives this case `judge_error`
+            found.unrenderable += 1
+            continue
+        for question in questions:
+            for sample in range(judge.samples):
+                if await judge.is_cached(question, sample):
+                    found.cached += 1
+                    continue
+                found.requests += 1
+                found.by_dimension[question.dimension] += 1
+                chars = sum(len(m["content"]) for m in question.messages)
+                found.prompt_tokens += chars // 4 + len(orjson.dumps(question.schema)) // 4
+    return found
