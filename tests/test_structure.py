@@ -156,8 +156,12 @@ def test_nested_schema_failure_has_a_json_pointer() -> None:
     "schema",
     [
         pytest.param(
-            {"type": "object", "properties": {"x": {"type": "string", "pattern": "(?<=a+)b"}}},
-            id="pattern-python-re-cannot-compile",
+            {"type": "object", "properties": {"x": {"type": "string", "pattern": "[a-"}}},
+            id="pattern-that-does-not-compile",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"x": {"type": "string", "pattern": "(?P<n>a)"}}},
+            id="pattern-in-python-syntax-not-ecma",
         ),
         pytest.param(
             {"type": "object", "properties": {"x": {"type": "strnig"}}}, id="unknown-type"
@@ -178,6 +182,84 @@ def test_a_broken_tool_schema_never_crashes_the_batch(schema: dict[str, Any]) ->
     )
     assert kinds(result) == [(0, "InvalidSchema")]
     assert result.schema_valid is False
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "valid"),
+    [
+        pytest.param("^(?=.*[0-9])[a-z0-9]+$", "ab1", True, id="lookahead"),
+        pytest.param("^(?=.*[0-9])[a-z0-9]+$", "abc", False, id="lookahead-fails"),
+        pytest.param("(?<=\\$)[0-9]+$", "$12", True, id="lookbehind"),
+        pytest.param("(?<=a+)b", "aab", True, id="variable-length-lookbehind-is-ecma"),
+        pytest.param("^\\p{L}+$", "Zürich", True, id="unicode-letter-class"),
+        pytest.param("^\\p{L}+$", "Zürich 8", False, id="unicode-letter-class-fails"),
+        pytest.param("^\\d{3}$", "123", True, id="digits"),
+    ],
+)
+def test_patterns_are_ecma_262(pattern: str, value: str, valid: bool) -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}
+    result = grade(case([call("f", {"x": value})], tools=[tool("f", schema)]))
+    assert result.schema_valid is valid
+    assert [f.kind.value for f in result.failures] == ([] if valid else ["SchemaMismatch"])
+
+
+def test_a_pattern_mismatch_names_the_value_and_the_pattern() -> None:
+    schema = {"type": "object", "properties": {"zip": {"type": "string", "pattern": "^[0-9]{5}$"}}}
+    result = grade(case([call("f", {"zip": "7501"})], tools=[tool("f", schema)]))
+    assert [(f.path, f.message) for f in result.failures] == [
+        ("/zip", "'7501' does not match '^[0-9]{5}$'")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        pytest.param({"days": "3"}, ("/days", "'3' is not of type 'integer'"), id="type"),
+        pytest.param({"units": "k"}, ("/units", "'k' is not one of ['c', 'f']"), id="enum"),
+        pytest.param(
+            {"city": 3}, ("/city", "3 is not of type 'string', 'null'"), id="two-types"
+        ),
+    ],
+)
+def test_schema_messages_name_the_value_as_before(
+    arguments: dict[str, Any], expected: tuple[str, str]
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": ["string", "null"], "enum": ["Paris"]},
+            "days": {"type": "integer"},
+            "units": {"enum": ["c", "f"]},
+        },
+    }
+    result = grade(case([call("f", arguments)], tools=[tool("f", schema)]))
+    assert [(f.path, f.message) for f in result.failures][:1] == [expected]
+
+
+def test_errors_come_in_the_order_of_the_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}},
+        "required": ["z"],
+        "additionalProperties": False,
+    }
+    result = grade(case([call("f", {"a": "x", "b": "y", "q": 1})], tools=[tool("f", schema)]))
+    assert [f.path for f in result.failures] == ["/b", "/a", "/z", ""]
+
+
+def test_a_pattern_too_costly_to_evaluate_is_undecided_not_a_mismatch() -> None:
+    pattern = "^((a|aa)+)\\1$"  # backtracks past the engine's limit on this value
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}
+    result = grade(case([call("f", {"x": "a" * 30 + "!"})], tools=[tool("f", schema)]))
+    assert kinds(result) == [(0, "InvalidSchema")]
+    assert "cannot be applied" in result.failures[0].message
+    assert result.schema_valid is False and result.passed is not True
+
+
+def test_a_remote_ref_is_never_fetched() -> None:
+    schema = {"type": "object", "properties": {"x": {"$ref": "http://127.0.0.1:9/s.json"}}}
+    result = grade(case([call("f", {"x": 1})], tools=[tool("f", schema)]))
+    assert kinds(result) == [(0, "InvalidSchema")]
 
 
 def test_validators_are_built_once_per_distinct_schema() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from jsonschema import Draft7Validator
-from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema_rs import Draft7Validator, ValidationError
+from jsonschema_rs import ValidationErrorKind as Kind
 
 from judge.cases._calls import json_kind, pointer
 
@@ -33,7 +33,9 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
 
 
 class SchemaCache:
-    """Draft 7 validators, built and checked once per distinct schema (keyed by content)."""
+    """Draft 7 validators (jsonschema-rs), built and checked once per distinct schema (keyed by
+    content). `pattern` is ECMA-262, as JSON Schema specifies; `format` is not asserted; a
+    remote `$ref` is never fetched."""
 
     def __init__(self) -> None:
         self._by_content: dict[bytes, Draft7Validator | str] = {}
@@ -57,33 +59,72 @@ class SchemaCache:
         if isinstance(validator, str):
             return [], validator
         try:
-            found = [(_error_pointer(err), err.message) for err in validator.iter_errors(arguments)]
-        except Exception as exc:  # a schema that passed the meta-schema can still fail (bad $ref)
+            if validator.is_valid(arguments):  # the common case: no error walk
+                return [], None
+            found = sorted(validator.iter_errors(arguments), key=lambda e: _order(schema, e))
+        except ValueError as exc:  # a value the validator cannot take
             return [], f"the tool's schema cannot be applied: {type(exc).__name__}: {exc}"
-        return found, None
+        for error in found:
+            # A pattern too costly to evaluate: the validator cannot say whether the value fits.
+            if isinstance(error.kind, Kind.BacktrackLimitExceeded | Kind.RegexEngineFailure):
+                return [], f"the tool's schema cannot be applied: {error.message}"
+        return [(_error_pointer(error), _message(schema, error)) for error in found], None
+
+
+def _order(schema: Any, error: ValidationError) -> tuple[list[int], list[str | int]]:
+    """Errors in the order of the schema's own keywords (as jsonschema reports them), then by
+    place in the arguments."""
+    places: list[int] = []
+    node = schema
+    for part in error.schema_path:
+        if isinstance(node, dict) and part in node:
+            places.append(list(node).index(part))
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            places.append(part)
+            node = node[part]
+        else:
+            break
+    return places, [str(p) for p in error.instance_path]
+
+
+def _at(schema: Any, path: list[str | int]) -> Any:
+    for part in path:
+        schema = schema[part]
+    return schema
+
+
+def _message(schema: dict[str, Any], error: ValidationError) -> str:
+    """The message jsonschema writes for the common keywords (a value as Python shows it),
+    and the validator's own for the rest."""
+    match error.kind:
+        case Kind.Required(property=name):
+            return f"{name!r} is a required property"
+        case Kind.Type():
+            wanted = _at(schema, error.schema_path)  # the types in the schema's order
+            types = wanted if isinstance(wanted, list) else [wanted]
+            return f"{error.instance!r} is not of type {', '.join(repr(t) for t in types)}"
+        case Kind.Enum():
+            return f"{error.instance!r} is not one of {_at(schema, error.schema_path)!r}"
+        case Kind.Constant():
+            return f"{_at(schema, error.schema_path)!r} was expected"
+        case Kind.Pattern(pattern=pattern):
+            return f"{error.instance!r} does not match {pattern!r}"
+    return error.message
 
 
 def _error_pointer(error: ValidationError) -> str:
-    path = pointer(error.absolute_path)
-    required = error.validator_value
-    if (
-        error.validator == "required"
-        and isinstance(error.instance, dict)
-        and isinstance(required, list)
-    ):
-        # Point at the missing property itself, as MissingArgument does.
-        for name in required:
-            if name not in error.instance and error.message.startswith(repr(name)):
-                return path + pointer((name,))
+    path = pointer(error.instance_path)
+    if isinstance(error.kind, Kind.Required):  # point at the missing property itself
+        return path + pointer((error.kind.property,))
     return path
 
 
 def _build(schema: dict[str, Any]) -> Draft7Validator | str:
     try:
-        Draft7Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = pointer(exc.absolute_path) or "/"
+        return Draft7Validator(schema, validate_formats=False, offline=True)
+    except ValidationError as exc:  # the schema fails the meta-schema, or a $ref is unresolvable
+        where = pointer(exc.instance_path) or "/"
         return f"the tool's schema is invalid at {where}: {exc.message}"
     except Exception as exc:
         return f"the tool's schema is invalid: {type(exc).__name__}: {exc}"
-    return Draft7Validator(schema)
