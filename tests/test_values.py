@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import msgspec
+import orjson
 import pytest
+from click.testing import CliRunner
 
-from judge import ArgumentRule, Rules, json_equal
+from judge import ArgumentRule, Rules, check, json_equal
+from judge.cli import main
 from tests.helpers import call, case, grade, kinds, tool
 
 ANY = {"type": "object"}  # accepts any object: these tests are about values, not the schema
@@ -202,3 +207,44 @@ def test_rule_applies_to_each_any_option() -> None:
 )
 def test_rules_are_per_tool(rules: Rules, equal: bool) -> None:
     assert (values({"x": "A"}, {"x": "a"}, rules=rules) == []) is equal
+
+
+BIG = 123456789012345678901234567890  # past 64 bits: orjson would read it as a float
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected", "passed"),
+    [
+        pytest.param(f'{{"n": {BIG + 1}}}', BIG, False, id="one-more-is-wrong"),
+        pytest.param(f'{{"n": {BIG}}}', BIG, True, id="the-same-integer"),
+        pytest.param(f'{{"n": {BIG}}}', float(BIG), False, id="not-the-float-it-rounds-to"),
+        pytest.param(f'{{"n": {-BIG - 1}}}', -BIG, False, id="negative"),
+    ],
+)
+def test_integers_of_any_size_compare_exactly(
+    sent: str, expected: Any, passed: bool, tmp_path: Path
+) -> None:
+    number = tool("f", {"type": "object", "properties": {"n": {"type": "integer"}}})
+    data = case([call("f", sent)], [{"name": "f", "arguments": {"n": expected}}], tools=[number])
+    assert grade(data).passed is passed
+    # the same case read from a JSON line: expected values are read exactly too
+    line = f'{{"id": "big", "tools": [{orjson.dumps(number).decode()}], '
+    line += f'"response": [{{"name": "f", "arguments": {sent}}}], '
+    line += f'"expected_calls": [{{"name": "f", "arguments": {{"n": {expected}}}}}]}}'
+    (tmp_path / "big.jsonl").write_text(line + "\n")
+    [result] = check(tmp_path / "big.jsonl")
+    assert result.passed is passed, result.failures
+
+
+def test_a_big_integer_in_a_schema_and_a_call_never_stops_the_batch(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": BIG}}}
+    response = [{"name": "f", "arguments": {"n": BIG * 10}}]
+    line = {"id": "big", "tools": [tool("f", schema)], "response": response}
+    cases = tmp_path / "big.jsonl"
+    cases.write_bytes(msgspec.json.encode(line) + b"\n" + msgspec.json.encode(line) + b"\n")
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(main, ["check", str(cases), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for written in out.read_text().splitlines():
+        [failure] = orjson.loads(written)["failures"]
+        assert failure["kind"] == "SchemaMismatch" and str(BIG) in failure["message"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from judge.cases._json import DecodeError, loads
 from judge.checks._check import iter_check
 from judge.checks._result import CaseResult, FailureKind
 from judge.checks._values import Rules
@@ -56,8 +55,8 @@ def maybe_json(value: Any) -> Any:
     """`value`, decoded when it is JSON text of an array or object (harnesses pass text)."""
     if isinstance(value, str | bytes) and value.strip()[:1] in ("[", "{", b"[", b"{"):
         try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
+            return loads(value)
+        except DecodeError:
             return value
     return value
 

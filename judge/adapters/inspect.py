@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from inspect_ai.model import ChatMessageAssistant
 from inspect_ai.scorer import (
     CORRECT,
@@ -37,6 +36,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.tool import ToolDef, ToolInfo
 
 from judge.adapters._grading import check_calls, describe, verdict
+from judge.cases._json import DecodeError, dumps, loads
 from judge.checks._values import Rules
 
 
@@ -87,7 +87,7 @@ def tool_call_scorer(rules: Rules | None = None) -> Scorer:
 def _call(name: str, arguments: dict[str, Any], parse_error: str | None) -> dict[str, Any]:
     # Inspect keeps parsed arguments only; an unparseable payload survives in its error text,
     # which is not JSON either, so it is graded as InvalidJson.
-    raw = parse_error if parse_error else orjson.dumps(arguments).decode()
+    raw = parse_error if parse_error else dumps(arguments).decode()
     return {"name": name, "arguments": raw}
 
 
@@ -106,8 +106,8 @@ def _expected(state: TaskState, target: Target) -> Any:
     if not target.text.strip():
         return None
     try:
-        return orjson.loads(target.text)
-    except orjson.JSONDecodeError:
+        return loads(target.text)
+    except DecodeError:
         raise ValueError(
             f"sample {state.sample_id!r}: the target must be JSON expected calls "
             f'(e.g. [{{"name": "get_weather", "arguments": {{"city": "Paris"}}}}]), got '

@@ -11,6 +11,7 @@ import orjson
 from judge.calibrate._sample import read_lines
 from judge.cases._case import Case
 from judge.cases._files import write_atomically
+from judge.cases._json import dumps
 from judge.checks._check import check_case
 from judge.judging._prompt import rubric_variables
 
@@ -76,18 +77,16 @@ def _show(case: Case, position: int, total: int) -> None:
     for message in variables["conversation"]:
         content = message["content"]
         if content:
-            text = content if isinstance(content, str) else orjson.dumps(content).decode()
+            text = content if isinstance(content, str) else dumps(content).decode()
             click.echo(f"  [{message['role']}] {text}")
         if message["tool_calls"]:
-            click.echo(
-                f"  [{message['role']} calls] {orjson.dumps(message['tool_calls']).decode()}"
-            )
+            click.echo(f"  [{message['role']} calls] {dumps(message['tool_calls']).decode()}")
     click.secho("response:", bold=True)
     if variables["response_text"]:
         click.echo(f"  text: {variables['response_text']}")
     for call in variables["calls"]:
         arguments = call["arguments"]
-        shown = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+        shown = arguments if isinstance(arguments, str) else dumps(arguments).decode()
         click.echo(f"  call #{call['index']}: {call['name']} {shown}")
     if not variables["calls"]:
         click.echo("  (no tool call)")
@@ -98,6 +97,4 @@ def _show(case: Case, position: int, total: int) -> None:
 
 
 def _save(path: str, rows: list[dict[str, Any]]) -> None:
-    write_atomically(
-        path, b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in rows)
-    )
+    write_atomically(path, b"".join(dumps(r) + b"\n" for r in rows))

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge._errors import JudgeError
 from judge.cases._case import Case
+from judge.cases._json import dumps
 from judge.checks._result import CaseResult
 from judge.judging._cache import cache_key
 
@@ -315,4 +315,4 @@ def check_gate(
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
     with Path(path).open("wb") as handle:
         for row in rows:
-            handle.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
+            handle.write(dumps(row) + b"\n")

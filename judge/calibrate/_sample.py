@@ -15,6 +15,7 @@ import orjson
 
 from judge._errors import CaseError, InputError
 from judge.cases._case import Case
+from judge.cases._json import dumps
 from judge.cases._loading import iter_lines
 from judge.checks._check import check_case
 
@@ -153,9 +154,9 @@ def import_csv(csv_path: str | Path, raw: list[bytes], cases: list[Case]) -> lis
             data["labels"] = {**(data.get("labels") or {}), **found}
         if (row.get("note") or "").strip():
             data["meta"] = {**(data.get("meta") or {}), "label_note": row["note"].strip()}
-        out.append(orjson.dumps(data))
+        out.append(dumps(data))
     return out
 
 
 def _json(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    return value if isinstance(value, str) else dumps(value).decode()

@@ -8,9 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from judge._errors import InputError
+from judge.cases._json import DecodeError, loads
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
 
@@ -84,8 +83,8 @@ def _read(path: str | Path) -> list[tuple[int, Any]]:
     for number, line in enumerate(lines, start=1):
         if line.strip():
             try:
-                items.append((number, orjson.loads(line)))
-            except orjson.JSONDecodeError as exc:
+                items.append((number, loads(line)))
+            except DecodeError as exc:
                 raise InputError(f"{path}:{number}: not valid JSON: {exc}") from None
     return items
 

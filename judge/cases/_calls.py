@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict
+
+from judge.cases._json import dumps
 
 
 class ToolCall(BaseModel):
@@ -148,7 +149,7 @@ def _call(obj: dict[str, Any], key: str, ptr: str, call_id: Any, *, missing: str
         raw = args
     else:
         try:
-            raw = orjson.dumps(args).decode()
+            raw = dumps(args).decode()
         except TypeError as exc:
             raise ShapeError(f"{ptr}/{key}", f"arguments are not JSON data: {exc}") from None
     return ToolCall(name=name, arguments=raw, id=call_id if isinstance(call_id, str) else None)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import orjson
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge.cases._calls import Response, ShapeError, normalise_response
+from judge.cases._json import DecodeError, loads
 from judge.cases._match import Match
 
 Label = Literal["correct", "incorrect"]
@@ -77,8 +77,8 @@ class ExpectedCall(BaseModel):
             data = data["function"]
         if isinstance(data, dict) and isinstance(data.get("arguments"), str):
             try:
-                data = {**data, "arguments": orjson.loads(data["arguments"])}
-            except orjson.JSONDecodeError as exc:
+                data = {**data, "arguments": loads(data["arguments"])}
+            except DecodeError as exc:
                 raise ValueError(f"arguments text is not JSON: {exc}") from None
         return data
 

@@ -13,13 +13,13 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-import orjson
 from pydantic import ValidationError
 
 from judge._errors import CaseError, InputError
 from judge.cases._calls import ShapeError, json_kind
 from judge.cases._calls import pointer as json_pointer
 from judge.cases._case import Case
+from judge.cases._json import DecodeError, loads
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -135,8 +135,8 @@ def _iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[bytes, Case | Cas
             continue
         line = raw.rstrip(b"\r\n")
         try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
+            data = loads(line)
+        except DecodeError as exc:
             yield line, CaseError(f"not valid JSON: {exc}", source=name, line=number)
             continue
         try:
@@ -153,8 +153,8 @@ def _iter_frame(frame: pd.DataFrame) -> Iterator[Case | CaseError]:
                 continue
             if key in _JSON_COLUMNS and isinstance(value, str | bytes):
                 try:
-                    value = orjson.loads(value)
-                except orjson.JSONDecodeError:
+                    value = loads(value)
+                except DecodeError:
                     if key != "response":  # plain text is a valid response
                         yield CaseError(
                             f"column {key!r} holds text that is not JSON",

@@ -16,9 +16,8 @@ import re
 from collections.abc import Collection, Iterator
 from typing import Any
 
-import orjson
-
 from judge.cases._calls import Response, ToolCall
+from judge.cases._json import DecodeError, dumps, loads
 
 _FENCE = re.compile(r"```(?:json|tool_call|tool_code)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)
@@ -58,9 +57,9 @@ def with_text_calls(response: Response, tools: Collection[str]) -> Response:
 def _json_values(block: str) -> Iterator[Any]:
     """The block as one JSON value, else every JSON object or list written inside it."""
     try:
-        yield orjson.loads(block.strip())
+        yield loads(block.strip())
         return
-    except orjson.JSONDecodeError:
+    except DecodeError:
         pass
     at = 0
     while (opening := _OPENING.search(block, at)) is not None:
@@ -83,7 +82,7 @@ def _call(item: Any) -> ToolCall | None:
     if isinstance(arguments, str):
         raw = arguments
     elif isinstance(arguments, dict):
-        raw = orjson.dumps(arguments).decode()
+        raw = dumps(arguments).decode()
     else:
         return None
     call_id = item.get("id")

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from judge.cases._calls import pointer
 from judge.cases._case import ExpectedCall, is_matcher
+from judge.cases._json import dumps
 from judge.cases._match import ArgsCompare, ArgsMode
 from judge.checks._result import FailureKind
 from judge.checks._values import ArgumentRule, Rules, json_equal, rule_for
@@ -141,5 +140,5 @@ def _matches(got: Any, want: Any, rule: ArgumentRule | None) -> bool:
 
 
 def show(value: Any) -> str:
-    text = orjson.dumps(value, default=repr).decode()
+    text = dumps(value, default=repr).decode()
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from jsonschema_rs import Draft7Validator, ValidationError
 from jsonschema_rs import ValidationErrorKind as Kind
 
 from judge.cases._calls import json_kind, pointer
+from judge.cases._json import DecodeError, dumps, loads
 
 _CACHE_LIMIT = 4096
 
@@ -17,8 +17,8 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
     """Parse argument text strictly (RFC 8259: no NaN, no trailing data). Returns the object,
     or None and the reason it is not a JSON object."""
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        value = loads(raw)
+    except DecodeError as exc:
         text = raw.strip()
         if not text:
             return None, "the arguments are empty; a call without arguments sends {}"
@@ -42,7 +42,7 @@ class SchemaCache:
 
     def validator(self, schema: dict[str, Any]) -> Draft7Validator | str:
         """The validator for `schema`, or why the schema itself is invalid."""
-        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS, default=repr)
+        key = dumps(schema, sort_keys=True, default=repr)
         found = self._by_content.get(key)
         if found is None:
             if len(self._by_content) >= _CACHE_LIMIT:

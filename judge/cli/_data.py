@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._record import CalibrationRecord, build_record, write_jsonl
 from judge.calibrate._record import disagreements as find_disagreements
 from judge.calibrate._report import render_report
 from judge.cases._files import write_atomically
+from judge.cases._json import dumps
 from judge.cases._loading import load_cases
 from judge.checks._result import CaseResult
 from judge.cli._common import (
@@ -228,9 +228,7 @@ def bfcl_command(questions: str, answers: str | None, output: str) -> None:
     except JudgeError as exc:
         click.echo(f"judge bfcl: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    Path(output).write_bytes(
-        b"".join(orjson.dumps(c, option=orjson.OPT_APPEND_NEWLINE) for c in cases)
-    )
+    Path(output).write_bytes(b"".join(dumps(c) + b"\n" for c in cases))
     click.echo(f"{len(cases)} cases -> {output}")
 
 

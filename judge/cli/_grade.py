@@ -9,10 +9,10 @@ import sys
 from typing import Any
 
 import click
-import orjson
 
 from judge._errors import InputError, JudgeError
 from judge.cases._calls import ShapeError
+from judge.cases._json import dumps
 from judge.cases._loading import load_cases
 from judge.checks._summary import Summary
 from judge.cli._common import (
@@ -157,9 +157,7 @@ async def _grade(
                 ) as step:
                     async for result in judge.iter_grade(path, skip=skip):
                         summary.add(result)
-                        sink.write(
-                            orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
-                        )
+                        sink.write(dumps(result.to_json_dict()) + b"\n")
                         sink.flush()  # a finished result is never lost
                         report_invalid(result)
                         step(1)

@@ -14,9 +14,9 @@ from contextlib import ExitStack
 from typing import IO, Any
 
 import click
-import orjson
 
 from judge._errors import InputError
+from judge.cases._json import dumps
 from judge.checks._check import iter_check
 from judge.checks._summary import Summary
 from judge.cli._common import (
@@ -123,9 +123,7 @@ def check_command(
                     results = iter_check(path, match=settings, env=factory)
                     for seen, result in enumerate(results, start=1):
                         summary.add(result)
-                        sink.write(
-                            orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
-                        )
+                        sink.write(dumps(result.to_json_dict()) + b"\n")
                         report_invalid(result)
                         if seen % 256 == 0:
                             advance(256)

@@ -11,12 +11,14 @@ from typing import Any
 
 import orjson
 
+from judge.cases._json import dumps
+
 _FILE = "verdicts.sqlite"
 
 
 def cache_key(parts: dict[str, Any]) -> str:
     """A stable hash of everything that could change a reply."""
-    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return hashlib.sha256(dumps(parts, sort_keys=True)).hexdigest()
 
 
 class VerdictCache:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from judge.cases._calls import ToolCall
 from judge.cases._case import Case
+from judge.cases._json import dumps
 from judge.checks._result import CaseResult, Failure, FailureKind
 from judge.checks._structure import parse_arguments
 from judge.checks._trajectory import response_offset, trajectory_calls
@@ -96,7 +95,7 @@ def trajectory_steps(case: Case) -> list[dict[str, Any]]:
         role = message.get("role", "user")
         content = message.get("content")
         if role in ("user", "assistant", "system") and content:
-            text = content if isinstance(content, str) else orjson.dumps(content).decode()
+            text = content if isinstance(content, str) else dumps(content).decode()
             steps.append({"kind": role, "text": text})
         for index in by_message.get(f"/messages/{i}", []):
             steps.append(_step(index, located[index][0], results))

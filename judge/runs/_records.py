@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judge._errors import InputError
 from judge.cases._files import write_atomically
+from judge.cases._json import dumps
 from judge.cases._loading import first_error
 from judge.checks._outcome import JudgeOutcome
 from judge.checks._result import CaseResult, Failure
@@ -95,7 +96,7 @@ class RunRecord(BaseModel):
         return data
 
     def line(self) -> bytes:
-        return orjson.dumps(self.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
+        return dumps(self.to_json_dict()) + b"\n"
 
 
 def read_runs(path: str | Path) -> list[RunRecord]:

@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from judge.cases._json import dumps
 from judge.cases._match import Match
 from judge.checks._check import iter_check
 from judge.checks._env import EnvironmentFactory
@@ -211,11 +212,11 @@ def _chunks(results: Iterator[CaseResult]) -> Iterator[bytes]:
 
 
 def _line(result: CaseResult) -> bytes:
-    return orjson.dumps(result.to_json_dict(), option=orjson.OPT_APPEND_NEWLINE)
+    return dumps(result.to_json_dict()) + b"\n"
 
 
 def _results_body(results: Iterable[CaseResult]) -> bytes:
-    return orjson.dumps({"results": [r.to_json_dict() for r in results]})
+    return dumps({"results": [r.to_json_dict() for r in results]})
 
 
 def _openapi_body(what: str, *, judged: bool = False) -> dict[str, Any]:

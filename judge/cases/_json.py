@@ -1,0 +1,36 @@
+"""JSON as cases carry it: strict (RFC 8259: no NaN, no trailing data, the last of duplicate
+keys wins) and exact (an integer of any size stays that integer, never a float).
+
+orjson reads integers past 64 bits as floats, so `123456789012345678901234567891` would equal
+`123456789012345678901234567890`: case data is read with msgspec, which keeps them. Writing
+stays orjson's (its bytes are what caches and files already hold), with msgspec only for the
+integers orjson cannot write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import orjson
+
+DecodeError = msgspec.DecodeError
+"""What `loads` raises for text that is not strict JSON (a `ValueError`)."""
+
+_decoder = msgspec.json.Decoder()
+
+
+def loads(data: bytes | str) -> Any:
+    """Strict, exact JSON."""
+    return _decoder.decode(data)
+
+
+def dumps(
+    value: Any, *, sort_keys: bool = False, default: Callable[[Any], Any] | None = None
+) -> bytes:
+    """Compact JSON bytes, as orjson writes them; integers past 64 bits written exactly."""
+    try:
+        return orjson.dumps(value, default=default, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    except orjson.JSONEncodeError:
+        return msgspec.json.encode(value, enc_hook=default, order="sorted" if sort_keys else None)
