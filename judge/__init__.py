@@ -52,15 +52,18 @@ from judge.checks._outcome import (
 from judge.checks._result import CaseResult, CheckResults, Failure, FailureKind
 from judge.checks._trajectory import TrajectoryReport
 from judge.checks._values import ArgumentRule, Rules, json_equal
-from judge.judging._rubric import Rubric, RubricError, RubricSet, load_rubrics
 from judge.runs._repeats import RepeatStats, pass_at_k, pass_hat_k, repeat_stats
 
-# What needs the OpenAI SDK, numpy statistics or FastAPI is imported on first use, so that
+# What needs the OpenAI SDK, Jinja, numpy statistics or FastAPI is imported on first use, so that
 # `import judge` and `judge check` start in a fraction of the time.
 _LAZY = {
     "JudgeEndpointError": "judge.endpoints._client",
     "RetryPolicy": "judge.endpoints._retry",
     "Judge": "judge.judging._grade",
+    "Rubric": "judge.judging._rubric",
+    "RubricError": "judge.judging._rubric",
+    "RubricSet": "judge.judging._rubric",
+    "load_rubrics": "judge.judging._rubric",
     "ReplyError": "judge.judging._grade",
     "grade": "judge.judging._grade",
     "Comparison": "judge.runs._compare",
@@ -78,6 +81,7 @@ if TYPE_CHECKING:
     from judge.endpoints._client import JudgeEndpointError
     from judge.endpoints._retry import RetryPolicy
     from judge.judging._grade import Judge, ReplyError, grade
+    from judge.judging._rubric import Rubric, RubricError, RubricSet, load_rubrics
     from judge.runs._compare import Comparison, ModelStats, PairedDifference, compare_runs
     from judge.runs._records import RunRecord, read_runs
     from judge.service._app import create_app

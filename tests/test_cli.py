@@ -146,13 +146,14 @@ def test_progress_bar_does_not_touch_the_results(tmp_path: Path) -> None:
 
 
 def test_check_loads_neither_the_openai_sdk_nor_fastapi(tmp_path: Path) -> None:
-    # `judge check` starts fast: the judge's, runner's and service's libraries stay unloaded.
+    # `judge check` starts fast: the judge's (its rubrics' Jinja too), runner's and service's
+    # libraries stay unloaded, and so does the Python jsonschema.
     probe = (
         "import sys, runpy; sys.argv = ['judge', 'check', sys.argv[1], '-o', sys.argv[2]]\n"
         "try:\n    runpy.run_module('judge', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('openai', 'fastapi', 'sklearn', 'matplotlib') "
-        "if m in sys.modules))"
+        "print(sorted(m for m in ('openai', 'fastapi', 'sklearn', 'matplotlib', 'jinja2', "
+        "'jsonschema') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(EXAMPLES), str(tmp_path / "out.jsonl")],
