@@ -112,14 +112,18 @@ def iter_lines(path: str | PathLike[str]) -> Iterator[tuple[bytes, Case | CaseEr
     if name == "-":
         yield from _iter_lines(sys.stdin.buffer, "<stdin>")
         return
-    try:
-        stream = open(name, "rb")  # noqa: SIM115 - a generator cannot open it in a `with` first
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a JSON Lines file") from None
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read cases: {exc.strerror or exc}") from None
-    with stream:
+    with open_cases(name) as stream:
         yield from _iter_lines(stream, name)
+
+
+def open_cases(path: str) -> BinaryIO:
+    """A JSONL file opened to read its lines; `InputError` when it cannot be."""
+    try:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a JSON Lines file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read cases: {exc.strerror or exc}") from None
 
 
 def iter_stream(stream: BinaryIO, name: str) -> Iterator[Case | CaseError]:
@@ -131,18 +135,21 @@ def iter_stream(stream: BinaryIO, name: str) -> Iterator[Case | CaseError]:
 
 def _iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[bytes, Case | CaseError]]:
     for number, raw in enumerate(stream, start=1):
-        if not raw.strip():
-            continue
-        line = raw.rstrip(b"\r\n")
-        try:
-            data = loads(line)
-        except DecodeError as exc:
-            yield line, CaseError(f"not valid JSON: {exc}", source=name, line=number)
-            continue
-        try:
-            yield line, parse_case(data, source=name, line=number)
-        except CaseError as exc:
-            yield line, exc
+        if raw.strip():
+            line = raw.rstrip(b"\r\n")
+            yield line, read_line(line, source=name, line=number)
+
+
+def read_line(raw: bytes, *, source: str, line: int) -> Case | CaseError:
+    """The case of one non-blank JSON line, or the `CaseError` that stands in its place."""
+    try:
+        data = loads(raw)
+    except DecodeError as exc:
+        return CaseError(f"not valid JSON: {exc}", source=source, line=line)
+    try:
+        return parse_case(data, source=source, line=line)
+    except CaseError as exc:
+        return exc
 
 
 def _iter_frame(frame: pd.DataFrame) -> Iterator[Case | CaseError]:

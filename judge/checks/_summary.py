@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
 from judge.checks._outcome import JudgeOutcome
@@ -139,6 +139,10 @@ class Summary:
                 self.verdicts = JudgeSummary()
             self.verdicts.add(result.judge)
 
+    def merge(self, other: Summary) -> None:
+        """Add the counts of another summary (of other cases: a worker's share of a run)."""
+        _merge(self, other)
+
     @property
     def pass_rate(self) -> float | None:
         """Passed over gradable cases; None when no case could be graded."""
@@ -193,6 +197,26 @@ class Summary:
             console.print(kinds)
         if self.verdicts is not None:
             self.verdicts.print_tables(console)
+
+
+def _merge(into: Any, other: Any) -> None:
+    """Add `other`'s counts to `into`, field by field (numbers, counters, dicts of counters,
+    nested summaries)."""
+    for name in (f.name for f in fields(into)):
+        mine, theirs = getattr(into, name), getattr(other, name)
+        if theirs is None:
+            continue
+        if isinstance(theirs, Counter):
+            mine.update(theirs)
+        elif isinstance(theirs, dict):
+            for key, counts in theirs.items():
+                mine.setdefault(key, Counter()).update(counts)
+        elif isinstance(theirs, int):
+            setattr(into, name, mine + theirs)
+        elif mine is None:
+            setattr(into, name, theirs)
+        else:
+            _merge(mine, theirs)
 
 
 def _agreement(counts: Counter[str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import IO, Any
 
@@ -17,7 +18,10 @@ import click
 
 from judge._errors import InputError
 from judge.cases._json import dumps
+from judge.cases._loading import open_cases
+from judge.cases._match import Match
 from judge.checks._check import iter_check
+from judge.checks._env import EnvironmentFactory
 from judge.checks._summary import Summary
 from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
@@ -30,6 +34,7 @@ from judge.cli._common import (
     require_files,
     summary_format_option,
 )
+from judge.cli._jobs import WorkerFailed, Workers, default_jobs
 from judge.cli._matching import trajectory_from, trajectory_options
 
 # Command name -> the module that defines it (in its COMMANDS).
@@ -91,6 +96,13 @@ def main() -> None:
     default=None,
     help="Show a progress bar (default: when standard error is a terminal).",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: every core for files past a few thousand lines, else 1). "
+    "Results keep the input order.",
+)
 @trajectory_options
 def check_command(
     cases: tuple[str, ...],
@@ -98,12 +110,14 @@ def check_command(
     summary_format: str,
     fail_under: float | None,
     progress: bool | None,
+    jobs: int | None,
     **trajectory: Any,
 ) -> None:
     """Grade CASES (JSON Lines files, or - for standard input) deterministically: well-formed
     calls, the right tools, the expected argument values; with --match, the whole trajectory;
     with --env, the final state."""
     require_files(cases)
+    recipe = dict(trajectory)  # for worker processes, which load the options themselves
     try:
         settings, factory = trajectory_from(trajectory)
     except ValueError as exc:  # an override or environment that cannot be loaded
@@ -117,18 +131,17 @@ def check_command(
                 sys.stdout.buffer if to_stdout else stack.enter_context(open(output or "", "wb"))
             )
             show = progress if progress is not None else sys.stderr.isatty()
+            jobs = jobs or default_jobs(cases)
+            workers = stack.enter_context(Workers(jobs, recipe)) if jobs > 1 else None
             for path in cases:
                 total = line_count(path) if show else None
                 with progress_bar(os.path.basename(path), total, show) as advance:
-                    results = iter_check(path, match=settings, env=factory)
-                    for seen, result in enumerate(results, start=1):
-                        summary.add(result)
-                        sink.write(dumps(result.to_json_dict()) + b"\n")
-                        report_invalid(result)
-                        if seen % 256 == 0:
-                            advance(256)
+                    if workers is None:
+                        _check_here(path, settings, factory, summary, sink, advance)
+                    else:
+                        _check_in_workers(workers, path, summary, sink, advance)
             sink.flush()
-    except InputError as exc:
+    except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     except OSError as exc:
@@ -142,6 +155,41 @@ def check_command(
             shown = "no gradable case" if rate is None else f"pass rate {rate:.1%}"
             click.echo(f"judge check: {shown} is under --fail-under {fail_under:.1%}", err=True)
             sys.exit(EXIT_BELOW_THRESHOLD)
+
+
+def _check_here(
+    path: str,
+    settings: Match | None,
+    factory: EnvironmentFactory | None,
+    summary: Summary,
+    sink: IO[bytes],
+    advance: Callable[[int], None],
+) -> None:
+    """Grade one input in this process, one case at a time."""
+    for seen, result in enumerate(iter_check(path, match=settings, env=factory), start=1):
+        summary.add(result)
+        sink.write(dumps(result.to_json_dict()) + b"\n")
+        report_invalid(result)
+        if seen % 256 == 0:
+            advance(256)
+
+
+def _check_in_workers(
+    workers: Workers,
+    path: str,
+    summary: Summary,
+    sink: IO[bytes],
+    advance: Callable[[int], None],
+) -> None:
+    """Grade one input in the worker processes, chunk by chunk, in input order."""
+    with ExitStack() as stack:
+        stream = sys.stdin.buffer if path == "-" else stack.enter_context(open_cases(path))
+        for checked in workers.check(stream, "<stdin>" if path == "-" else path):
+            summary.merge(checked.summary)
+            sink.write(checked.output)
+            for message in checked.invalid:
+                click.echo(f"judge check: skipped {message}", err=True)
+            advance(checked.lines)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,148 @@
+"""`judge check --jobs N`: the lines of a file graded by N worker processes, in chunks, the
+results given back in input order. At most two chunks per worker are in flight, so memory stays
+flat; a bad line is an `InvalidCase` result in its place, as in one process."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from judge._errors import CaseError, JudgeError
+from judge.cases._json import dumps
+from judge.cases._loading import read_line
+from judge.checks._check import check_case, invalid_case_result
+from judge.checks._structure import SchemaCache
+from judge.checks._summary import Summary
+from judge.cli._matching import trajectory_from
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+CHUNK_LINES = 1000
+MANY_LINES = 4000
+"""Files past this many lines get every core by default; smaller ones, one process."""
+
+
+class WorkerFailed(JudgeError):
+    """A worker process died: the results it had not sent back are lost, so the run stops."""
+
+
+@dataclass
+class Checked:
+    """What grading one chunk of lines gives back."""
+
+    output: bytes
+    """The result lines, in input order."""
+    summary: Summary
+    invalid: list[str] = field(default_factory=list)
+    """The message of each line that could not be read, to report."""
+    lines: int = 0
+
+
+def default_jobs(paths: tuple[str, ...]) -> int:
+    """Every core this process may use when a file is past `MANY_LINES` lines, else 1 (and 1
+    for standard input, which is read as it comes)."""
+    if not any(path != "-" and _has_lines(path, MANY_LINES + 1) for path in paths):
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def check_chunk(
+    source: str,
+    lines: list[tuple[int, bytes]],
+    settings: Any,
+    factory: Any,
+    schemas: SchemaCache,
+) -> Checked:
+    """Grade numbered non-blank lines of `source`: what one process does with a chunk."""
+    done = Checked(output=b"", summary=Summary(), lines=len(lines))
+    out: list[bytes] = []
+    for number, raw in lines:
+        item = read_line(raw, source=source, line=number)
+        if isinstance(item, CaseError):
+            result = invalid_case_result(item)
+            done.invalid.append(str(item))
+        else:
+            result = check_case(item, schemas=schemas, match=settings, env=factory)
+        done.summary.add(result)
+        out.append(dumps(result.to_json_dict()))
+        out.append(b"\n")
+    done.output = b"".join(out)
+    return done
+
+
+class Workers:
+    """A pool of worker processes, each set up once with the command's trajectory options."""
+
+    def __init__(self, jobs: int, options: dict[str, Any]) -> None:
+        from concurrent.futures import ProcessPoolExecutor  # only when there are workers
+        from multiprocessing import get_context
+
+        self.jobs = jobs
+        # spawn: a worker imports what it needs afresh (no state copied from a threaded parent)
+        self._pool = ProcessPoolExecutor(
+            jobs, mp_context=get_context("spawn"), initializer=_start, initargs=(options,)
+        )
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+    def check(self, stream: BinaryIO, source: str) -> Iterator[Checked]:
+        """Each chunk of `stream`'s lines, graded, in input order."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        pending: deque[Future[Checked]] = deque()
+        try:
+            for chunk in _chunks(stream):
+                pending.append(self._pool.submit(_check_in_worker, source, chunk))
+                if len(pending) >= 2 * self.jobs:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        except BrokenProcessPool as exc:  # killed (out of memory?), or could not start
+            raise WorkerFailed(f"a worker process stopped: {exc}") from None
+
+
+_worker: dict[str, Any] = {}
+
+
+def _start(options: dict[str, Any]) -> None:
+    # The options were checked by the parent already: in a worker they load the same way.
+    settings, factory = trajectory_from(dict(options))
+    _worker.update(settings=settings, factory=factory, schemas=SchemaCache())
+
+
+def _check_in_worker(source: str, lines: list[tuple[int, bytes]]) -> Checked:
+    return check_chunk(source, lines, **_worker)
+
+
+def _chunks(stream: BinaryIO) -> Iterator[list[tuple[int, bytes]]]:
+    chunk: list[tuple[int, bytes]] = []
+    for number, raw in enumerate(stream, start=1):
+        if raw.strip():
+            chunk.append((number, raw.rstrip(b"\r\n")))
+            if len(chunk) == CHUNK_LINES:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def _has_lines(path: str, n: int) -> bool:
+    """Whether the file has at least `n` lines (reading no further than that)."""
+    seen = 0
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                seen += block.count(b"\n")
+                if seen >= n:
+                    return True
+    except OSError:
+        return False
+    return False
