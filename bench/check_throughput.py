@@ -1,6 +1,7 @@
 """Throughput of `judge check` as a whole process, side by side with the seed guide's reference
-loop (also a whole process) on the same N-case file, plus DeepEval's ToolCorrectnessMetric and
-agentevals' strict trajectory match in-process where they install.
+loop (also a whole process) on the same N-case file: judge with `--jobs 1` pinned to one core,
+and with `--jobs 2` on two; where judge's time goes, stage by stage; plus DeepEval's
+ToolCorrectnessMetric and agentevals' strict trajectory match in-process where they install.
 
     python bench/check_throughput.py [--cases 50000] [--repeats 3] [--json]
 """
@@ -124,21 +125,71 @@ def time_process(cmd: list[str], output: Path, n: int) -> float:
 
 
 def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int
-                    ) -> tuple[Measurement, Measurement]:
-    """Best-of-`repeats` wall time of judge and of the reference loop, runs interleaved."""
+                    ) -> tuple[Measurement, Measurement, Measurement]:
+    """Best-of-`repeats` wall time of judge (`--jobs 1` pinned, `--jobs 2` unpinned) and of the
+    reference loop (pinned), runs interleaved."""
     reference = tmp / "reference_loop.py"
     reference.write_text(REFERENCE_LOOP, encoding="utf-8")
-    judge_cmd = [*pin(), str(judge), "check", str(cases), "-o", str(tmp / "judge.jsonl"),
+    judge_cmd = [str(judge), "check", str(cases), "-o", str(tmp / "judge.jsonl"),
                  "--format", "json", "--no-progress"]
+    one = [*pin(), *judge_cmd, "--jobs", "1"]
+    two = [*judge_cmd, "--jobs", "2"]
     ref_cmd = [*pin(), interpreter_of(judge), str(reference), str(cases), str(tmp / "ref.jsonl")]
-    judge_times: list[float] = []
-    ref_times: list[float] = []
+    times: dict[str, list[float]] = {"one": [], "two": [], "ref": []}
     for _ in range(repeats):
-        judge_times.append(time_process(judge_cmd, tmp / "judge.jsonl", n))
-        ref_times.append(time_process(ref_cmd, tmp / "ref.jsonl", n))
-    return (Measurement("judge check (whole process)", n, min(judge_times), "full semantics"),
-            Measurement("reference loop (whole process)", n, min(ref_times),
-                        "new Draft7Validator per call"))
+        times["one"].append(time_process(one, tmp / "judge.jsonl", n))
+        times["ref"].append(time_process(ref_cmd, tmp / "ref.jsonl", n))
+        times["two"].append(time_process(two, tmp / "judge.jsonl", n))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (Measurement("judge check --jobs 1", n, min(times["one"]), "full semantics, one core"),
+            Measurement("reference loop (whole process)", n, min(times["ref"]),
+                        "new Draft7Validator per call"),
+            Measurement("judge check --jobs 2", n, min(times["two"]),
+                        f"two worker processes ({cores} cores here)"))
+
+
+def stage_seconds(cases: Path) -> dict[str, float]:
+    """Where judge's time goes, in this process: reading and parsing each line, building the
+    case, validating the arguments (the structural step, schemas included), comparing with the
+    expected calls (the rest of the check), writing the result line."""
+    from judge.cases._json import dumps, loads
+    from judge.cases._loading import parse_case
+    from judge.checks import _check
+    from judge.checks._structure import SchemaCache
+
+    spent = dict.fromkeys(("parse", "build", "validate", "compare", "write"), 0.0)
+    structure = _check._structure
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return structure(*args, **kwargs)
+        finally:
+            spent["validate"] += time.perf_counter() - start
+
+    _check._structure = timed
+    schemas = SchemaCache()
+    clock = time.perf_counter
+    try:
+        with cases.open("rb") as lines, open(os.devnull, "wb") as sink:
+            for number, line in enumerate(lines, start=1):
+                t0 = clock()
+                data = loads(line)
+                t1 = clock()
+                case = parse_case(data, source=str(cases), line=number)
+                t2 = clock()
+                result = _check.check_case(case, schemas=schemas)
+                t3 = clock()
+                sink.write(dumps(result.to_json_dict()) + b"\n")
+                t4 = clock()
+                spent["parse"] += t1 - t0
+                spent["build"] += t2 - t1
+                spent["compare"] += t3 - t2
+                spent["write"] += t4 - t3
+    finally:
+        _check._structure = structure
+    spent["compare"] -= spent["validate"]
+    return spent
 
 
 def plain(value: Any) -> Any:
@@ -256,15 +307,22 @@ def row(m: Measurement) -> str:
     return f"  {m.name:<34}{m.cases:>8,}{secs:>10}{rate:>10}  {m.note}"
 
 
-def print_table(pair: tuple[Measurement, Measurement], others: list[Measurement],
-                ratio: float, header: str) -> None:
+def print_table(runs: tuple[Measurement, Measurement, Measurement], others: list[Measurement],
+                ratios: tuple[float, float], stages: dict[str, float], header: str) -> None:
+    one, ref, two = runs
     print(header)
     print(f"  {'runner':<34}{'cases':>8}{'seconds':>10}{'cases/s':>10}  note")
-    print("\n".join(row(m) for m in pair))
-    verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
-    print(f"  {'ratio judge / reference':<34}{ratio:>27.2f}x  target >= {TARGET_RATIO:.1f}x "
+    print("\n".join(row(m) for m in (one, ref)))
+    verdict = "met" if ratios[0] >= TARGET_RATIO else "NOT met"
+    print(f"  {'ratio judge / reference':<34}{ratios[0]:>27.2f}x  target >= {TARGET_RATIO:.1f}x "
           f"on one core: {verdict}")
+    print(row(two))
+    print(f"  {'ratio judge --jobs 2 / reference':<34}{ratios[1]:>27.2f}x")
     print("\n".join(row(m) for m in others))
+    startup = (one.seconds or 0.0) - sum(stages.values())
+    print(f"\nwhere judge --jobs 1 spends its {one.seconds:.2f} s (stages timed in-process):")
+    for stage, seconds in [*stages.items(), ("start-up and the rest", startup)]:
+        print(f"  {stage:<24}{seconds:>8.2f} s{seconds / (one.seconds or 1.0):>7.0%}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -305,20 +363,24 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(tmp_name)
         cases = tmp / "cases.jsonl"
         source_lines = build_cases(args.source, args.cases, cases)
-        judge_m, ref_m = bench_processes(judge, cases, tmp, args.cases, args.repeats)
+        judge_m, ref_m, jobs_m = bench_processes(judge, cases, tmp, args.cases, args.repeats)
+        stages = stage_seconds(cases)
         small = min(args.cases, THIRD_PARTY_MAX_CASES)
         others = [run_third_party(args.python, tool, cases, tmp, small) for tool in THIRD_PARTY]
     ratio = (judge_m.rate or 0.0) / (ref_m.rate or 1.0)
+    jobs_ratio = (jobs_m.rate or 0.0) / (ref_m.rate or 1.0)
     pinned = "pinned to CPU 0" if pin() else "not pinned (no taskset)"
     if args.json:
         print(json.dumps({
             "cases": args.cases, "source": str(args.source), "source_lines": source_lines,
             "repeats": args.repeats, "pinned": bool(pin()), "judge": str(judge),
-            "runs": [{**asdict(m), "cases_per_s": m.rate} for m in [judge_m, ref_m, *others]],
+            "runs": [{**asdict(m), "cases_per_s": m.rate}
+                     for m in [judge_m, ref_m, jobs_m, *others]],
             "ratio": ratio, "target_ratio": TARGET_RATIO, "target_met": ratio >= TARGET_RATIO,
+            "jobs_2_ratio": jobs_ratio, "stages_s": stages,
         }, indent=2))
         return
-    print_table((judge_m, ref_m), others, ratio,
+    print_table((judge_m, ref_m, jobs_m), others, (ratio, jobs_ratio), stages,
                 f"judge check throughput: {args.cases:,} cases cycled from {args.source.name} "
                 f"({source_lines} lines), best of {args.repeats}, {pinned}")
 
