@@ -236,6 +236,33 @@ def test_schema_messages_name_the_value_as_before(
     assert [(f.path, f.message) for f in result.failures][:1] == [expected]
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param(
+            {
+                "type": "object",
+                "definitions": {"city": {"type": "string"}},
+                "properties": {"x": {"$ref": "#/definitions/city"}},
+            },
+            id="local-ref",
+        ),
+        pytest.param(
+            {
+                "$id": "http://example.com/root.json",
+                "type": "object",
+                "definitions": {"city": {"$id": "city.json", "type": "string"}},
+                "properties": {"x": {"$ref": "city.json"}},
+            },
+            id="ref-to-an-embedded-resource",
+        ),
+    ],
+)
+def test_a_message_behind_a_ref_names_the_referenced_type(schema: dict[str, Any]) -> None:
+    result = grade(case([call("f", {"x": 3})], tools=[tool("f", schema)]))
+    assert [(f.path, f.message) for f in result.failures] == [("/x", "3 is not of type 'string'")]
+
+
 def test_errors_come_in_the_order_of_the_schema() -> None:
     schema = {
         "type": "object",

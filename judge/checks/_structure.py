@@ -88,29 +88,34 @@ def _order(schema: Any, error: ValidationError) -> tuple[list[int], list[str | i
     return places, [str(p) for p in error.instance_path]
 
 
-def _at(schema: Any, path: list[str | int]) -> Any:
-    for part in path:
-        schema = schema[part]
-    return schema
-
-
 def _message(schema: dict[str, Any], error: ValidationError) -> str:
     """The message jsonschema writes for the common keywords (a value as Python shows it),
     and the validator's own for the rest."""
     match error.kind:
         case Kind.Required(property=name):
             return f"{name!r} is a required property"
-        case Kind.Type():
-            wanted = _at(schema, error.schema_path)  # the types in the schema's order
-            types = wanted if isinstance(wanted, list) else [wanted]
-            return f"{error.instance!r} is not of type {', '.join(repr(t) for t in types)}"
-        case Kind.Enum():
-            return f"{error.instance!r} is not one of {_at(schema, error.schema_path)!r}"
-        case Kind.Constant():
-            return f"{_at(schema, error.schema_path)!r} was expected"
+        case Kind.Type(types=types):
+            listed = _types_in_schema_order(schema, error.schema_path, types)
+            return f"{error.instance!r} is not of type {', '.join(repr(t) for t in listed)}"
+        case Kind.Enum(options=options):
+            return f"{error.instance!r} is not one of {options!r}"
+        case Kind.Constant(expected_value=value):
+            return f"{value!r} was expected"
         case Kind.Pattern(pattern=pattern):
             return f"{error.instance!r} does not match {pattern!r}"
     return error.message
+
+
+def _types_in_schema_order(schema: Any, path: list[str | int], types: list[str]) -> list[str]:
+    """The validator lists a `type` keyword's types in its own order; the schema's order reads
+    better, when the path leads to that same keyword."""
+    for part in path:
+        try:
+            schema = schema[part]
+        except (KeyError, IndexError, TypeError):
+            return types
+    listed = schema if isinstance(schema, list) else [schema]
+    return listed if sorted(map(str, listed)) == sorted(types) else types
 
 
 def _error_pointer(error: ValidationError) -> str:
