@@ -75,6 +75,16 @@ def test_workers_load_the_trajectory_options_themselves(tmp_path: Path, options:
     assert one.read_bytes() == two.read_bytes()
 
 
+def test_cases_the_trajectory_cannot_read_are_reported_by_workers_too(tmp_path: Path) -> None:
+    broken_turn = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": 5}}]}
+    shape = {"id": "shape", "messages": [broken_turn], "response": "hi", "expected_calls": []}
+    cases = write(tmp_path / "cases.jsonl", [PASSING, shape] * 3)
+    alone = check(str(cases), "--jobs", "1", "--match", "strict")
+    shared = check(str(cases), "--jobs", "2", "--match", "strict")
+    assert alone.stdout == shared.stdout
+    assert alone.stderr.count("skipped") == shared.stderr.count("skipped") == 3
+
+
 def test_a_worker_that_dies_stops_the_run_with_exit_2(tmp_path: Path) -> None:
     killer = tmp_path / "killer.py"
     killer.write_text("import os\n\ndef factory():\n    os._exit(3)\n")

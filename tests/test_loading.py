@@ -326,3 +326,21 @@ def test_a_match_column_read_from_csv_holds_json_text() -> None:
 def test_error_pointers_are_json_pointers(field: dict[str, Any], pointer: str) -> None:
     loaded = load_cases([case([]) | field])
     assert [e.pointer for e in loaded.errors] == [pointer]
+
+
+def test_a_line_nested_too_deeply_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    deep = "[" * 3000 + "]" * 3000
+    arguments = json.dumps({"x": "PLACE"}).replace('"PLACE"', deep)
+    calls = [{"name": "f", "arguments": arguments}]
+    lines = [
+        '{"id": "ok"}',
+        deep,
+        json.dumps({"id": "deep-args", "response": calls}),
+        '{"id": "b"}',
+    ]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    results = list(check(path))
+    assert [r.id for r in results] == ["ok", "deep.jsonl:2", "deep-args", "b"]
+    assert "nested too deeply" in results[1].failures[0].message
+    assert [f.kind.value for f in results[2].failures] == ["InvalidJson", "UnknownName"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from jsonschema import Draft7Validator
 
 from judge.checks._structure import SchemaCache, parse_arguments
 from tests.helpers import WEATHER, call, case, grade, kinds, tool
@@ -216,9 +217,7 @@ def test_a_pattern_mismatch_names_the_value_and_the_pattern() -> None:
     [
         pytest.param({"days": "3"}, ("/days", "'3' is not of type 'integer'"), id="type"),
         pytest.param({"units": "k"}, ("/units", "'k' is not one of ['c', 'f']"), id="enum"),
-        pytest.param(
-            {"city": 3}, ("/city", "3 is not of type 'string', 'null'"), id="two-types"
-        ),
+        pytest.param({"city": 3}, ("/city", "3 is not of type 'string', 'null'"), id="two-types"),
     ],
 )
 def test_schema_messages_name_the_value_as_before(
@@ -261,6 +260,81 @@ def test_schema_messages_name_the_value_as_before(
 def test_a_message_behind_a_ref_names_the_referenced_type(schema: dict[str, Any]) -> None:
     result = grade(case([call("f", {"x": 3})], tools=[tool("f", schema)]))
     assert [(f.path, f.message) for f in result.failures] == [("/x", "3 is not of type 'string'")]
+
+
+def jsonschema_order(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+    """The pointers of Python jsonschema's errors, in its order (how judge reported them)."""
+    found = []
+    for error in Draft7Validator(schema).iter_errors(arguments):
+        where = "".join(f"/{p}" for p in error.absolute_path)
+        if error.validator == "required":
+            where += "/" + error.message.split("'")[1]
+        found.append(where)
+    return found
+
+
+ITEM = {"type": "object", "properties": {"q": {"type": "integer"}, "p": {"type": "integer"}}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments"),
+    [
+        pytest.param(
+            {
+                "type": "object",
+                "properties": {"a": {"type": "array", "items": {"type": "integer"}}},
+            },
+            {"a": ["x"] * 12},
+            id="twelve-items-by-index-not-as-text",
+        ),
+        pytest.param(
+            {
+                "$defs": {"X": {"type": "string"}},
+                "properties": {"a": {"type": "string"}, "x": {"$ref": "#/$defs/X"}},
+            },
+            {"a": 1, "x": 1},
+            id="a-ref-where-it-is-written",
+        ),
+        pytest.param(
+            {"properties": {"a": {"type": "array", "items": ITEM}}},
+            {"a": [{"q": "s", "p": "s"}, {"q": "s", "p": "s"}]},
+            id="items-of-objects-item-by-item",
+        ),
+        pytest.param(
+            {"patternProperties": {"^x": {"type": "string"}}},
+            {"xb": 1, "xa": 1},
+            id="pattern-properties-in-argument-order",
+        ),
+        pytest.param(
+            {
+                "if": {"properties": {"k": {"const": 1}}},
+                "properties": {"a": {"type": "string"}},
+                "then": {"properties": {"b": {"type": "string"}}},
+            },
+            {"k": 1, "a": 1, "b": 1},
+            id="then-with-its-if",
+        ),
+        pytest.param(
+            {
+                "type": "object",
+                "required": ["z"],
+                "properties": {"b": {"type": "integer", "minimum": 3}, "a": {"enum": [1]}},
+                "allOf": [{"properties": {"a": {"type": "string"}}}],
+            },
+            {"a": 2, "b": 1.5},
+            id="keywords-in-schema-order",
+        ),
+    ],
+)
+def test_errors_come_in_jsonschemas_order(schema: dict[str, Any], arguments: Any) -> None:
+    result = grade(case([call("f", arguments)], tools=[tool("f", schema)]))
+    assert [f.path for f in result.failures] == jsonschema_order(schema, arguments)
+
+
+def test_a_dependency_is_not_pointed_at_as_a_missing_required_property() -> None:
+    schema = {"type": "object", "dependencies": {"a": ["z"]}}
+    result = grade(case([call("f", {"a": 1})], tools=[tool("f", schema)]))
+    assert [(f.kind.value, f.path) for f in result.failures] == [("SchemaMismatch", "")]
 
 
 def test_errors_come_in_the_order_of_the_schema() -> None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import orjson
 
 from judge.calibrate._sample import read_lines
 from judge.cases._case import Case
 from judge.cases._files import write_atomically
-from judge.cases._json import dumps
+from judge.cases._json import dumps, loads
 from judge.checks._check import check_case
 from judge.judging._prompt import rubric_variables
 
@@ -22,7 +21,7 @@ _ARGUMENTS = {"c": "correct", "i": "incorrect", "n": None}
 def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
     """Ask for the labels of every case not yet labelled. Returns (labelled now, left)."""
     raw, cases = read_lines(path)
-    rows: list[dict[str, Any]] = [orjson.loads(line) for line in raw]
+    rows: list[dict[str, Any]] = [loads(line) for line in raw]
     todo = [i for i, row in enumerate(rows) if relabel or not _done(row, cases[i])]
     done_now = 0
     for position, index in enumerate(todo, start=1):

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from judge._errors import CaseError, InputError
 from judge.cases._case import Case
-from judge.cases._json import dumps
+from judge.cases._json import dumps, loads
 from judge.cases._loading import iter_lines
 from judge.checks._check import check_case
 
@@ -144,7 +142,7 @@ def import_csv(csv_path: str | Path, raw: list[bytes], cases: list[Case]) -> lis
         if row is None:
             out.append(line)
             continue
-        data: dict[str, Any] = orjson.loads(line)
+        data: dict[str, Any] = loads(line)
         found = {
             k: row[k].strip().lower()
             for k in ("selection", "arguments")

@@ -23,7 +23,10 @@ _decoder = msgspec.json.Decoder()
 
 def loads(data: bytes | str) -> Any:
     """Strict, exact JSON."""
-    return _decoder.decode(data)
+    try:
+        return _decoder.decode(data)
+    except RecursionError:  # nested past what msgspec follows (orjson stops at 1,024 too)
+        raise DecodeError("JSON is nested too deeply") from None
 
 
 def dumps(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 from jsonschema_rs import Draft7Validator, ValidationError
 from jsonschema_rs import ValidationErrorKind as Kind
@@ -61,9 +62,12 @@ class SchemaCache:
         try:
             if validator.is_valid(arguments):  # the common case: no error walk
                 return [], None
-            found = sorted(validator.iter_errors(arguments), key=lambda e: _order(schema, e))
+            errors = validator.iter_errors(arguments)
+            found = sorted(errors, key=lambda e: _order(schema, arguments, e))
         except ValueError as exc:  # a value the validator cannot take
             return [], f"the tool's schema cannot be applied: {type(exc).__name__}: {exc}"
+        if not found:  # invalid, yet no error to show: never a silent pass
+            return [], "the tool's schema cannot be applied: invalid, with no error reported"
         for error in found:
             # A pattern too costly to evaluate: the validator cannot say whether the value fits.
             if isinstance(error.kind, Kind.BacktrackLimitExceeded | Kind.RegexEngineFailure):
@@ -71,21 +75,67 @@ class SchemaCache:
         return [(_error_pointer(error), _message(schema, error)) for error in found], None
 
 
-def _order(schema: Any, error: ValidationError) -> tuple[list[int], list[str | int]]:
-    """Errors in the order of the schema's own keywords (as jsonschema reports them), then by
-    place in the arguments."""
-    places: list[int] = []
+# Keywords whose next path part names a child schema, and those whose next part indexes one.
+_NAMED = frozenset(("properties", "patternProperties", "definitions", "$defs", "dependencies"))
+_LISTED = frozenset(("allOf", "anyOf", "oneOf", "items"))
+# Keywords that descend into one value of the instance (a property, an item).
+_DESCEND = frozenset(
+    ("properties", "patternProperties", "additionalProperties", "items", "additionalItems")
+)
+
+
+def _order(schema: Any, arguments: Any, error: ValidationError) -> list[int]:
+    """A sort key that lists errors as Python jsonschema did: depth first, each schema's
+    keywords in the schema's own order (`then`/`else` with their `if`), a `$ref` where it is
+    written, items by index, other keys of the arguments in their order. The validator walks
+    keywords in an order of its own; where this walk cannot follow, its order stands."""
+    key: list[int] = []
+    steps, path = list(error.instance_path), list(error.evaluation_path)
+    node, value, i = schema, arguments, 0
+    while i < len(path) and isinstance(node, dict) and path[i] in node:
+        part = path[i]
+        names = list(node)
+        key.append(names.index("if" if part in ("then", "else") and "if" in node else part))
+        child, i = node[part], i + 1
+        if part == "$ref":
+            node = _local(schema, child)
+            continue
+        after = path[i] if i < len(path) else None
+        if part in _NAMED and isinstance(child, dict) and isinstance(after, str) and after in child:
+            key.append(list(child).index(after))
+            child, i = child[after], i + 1
+        elif part in _LISTED and isinstance(child, list) and isinstance(after, int):
+            if not 0 <= after < len(child):
+                break
+            key.append(after)
+            child, i = child[after], i + 1
+        if part in _DESCEND and steps:
+            step = steps.pop(0)
+            if isinstance(step, int):
+                key.append(step)
+                value = value[step] if isinstance(value, list) and 0 <= step < len(value) else None
+            else:
+                if part != "properties" and isinstance(value, dict) and step in value:
+                    key.append(list(value).index(step))
+                value = value.get(step) if isinstance(value, dict) else None
+        node = child
+    return key
+
+
+def _local(schema: Any, ref: Any) -> Any:
+    """The schema a local `$ref` (`#`, `#/definitions/x`) points to; None for any other."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
     node = schema
-    for part in error.schema_path:
-        if isinstance(node, dict) and part in node:
-            places.append(list(node).index(part))
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            places.append(part)
+    for part in ref[1:].split("/")[1:] if ref != "#" else []:
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
             node = node[part]
         else:
-            break
-    return places, [str(p) for p in error.instance_path]
+            return None
+    return node
 
 
 def _message(schema: dict[str, Any], error: ValidationError) -> str:
@@ -120,7 +170,8 @@ def _types_in_schema_order(schema: Any, path: list[str | int], types: list[str])
 
 def _error_pointer(error: ValidationError) -> str:
     path = pointer(error.instance_path)
-    if isinstance(error.kind, Kind.Required):  # point at the missing property itself
+    # Point at a property `required` misses (not one `dependencies` does: the same kind).
+    if isinstance(error.kind, Kind.Required) and error.schema_path[-1:] == ["required"]:
         return path + pointer((error.kind.property,))
     return path
 

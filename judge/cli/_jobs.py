@@ -14,6 +14,7 @@ from judge._errors import CaseError, JudgeError
 from judge.cases._json import dumps
 from judge.cases._loading import read_line
 from judge.checks._check import check_case, invalid_case_result
+from judge.checks._result import FailureKind
 from judge.checks._structure import SchemaCache
 from judge.checks._summary import Summary
 from judge.cli._matching import trajectory_from
@@ -38,7 +39,8 @@ class Checked:
     """The result lines, in input order."""
     summary: Summary
     invalid: list[str] = field(default_factory=list)
-    """The message of each line that could not be read, to report."""
+    """The message of each `InvalidCase` failure (a line or a case that cannot be read), to
+    report as one process does."""
     lines: int = 0
 
 
@@ -64,9 +66,9 @@ def check_chunk(
         item = read_line(raw, source=source, line=number)
         if isinstance(item, CaseError):
             result = invalid_case_result(item)
-            done.invalid.append(str(item))
         else:
             result = check_case(item, schemas=schemas, match=settings, env=factory)
+        done.invalid += (f.message for f in result.failures if f.kind is FailureKind.INVALID_CASE)
         done.summary.add(result)
         out.append(dumps(result.to_json_dict()))
         out.append(b"\n")

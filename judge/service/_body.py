@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from fastapi import HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
 from judge._errors import CaseError
 from judge.cases._calls import json_kind
 from judge.cases._case import Case
+from judge.cases._json import DecodeError, loads
 from judge.cases._loading import iter_stream, parse_case
 
 NDJSON = "application/x-ndjson"
@@ -79,10 +79,10 @@ async def read_batch(request: Request, limits: Limits, source: str) -> Batch:
         return Batch(source=source, body=body)
     try:
         if len(body) > _PARSE_OFF_LOOP:
-            data = await run_in_threadpool(orjson.loads, body)
+            data = await run_in_threadpool(loads, body)
         else:
-            data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
+            data = loads(body)
+    except DecodeError as exc:
         raise HTTPException(
             400,
             f"the body is not valid JSON ({exc}); send a JSON array of cases, or NDJSON "
