@@ -6,6 +6,7 @@
 - `_match`: the match settings a case or a run may carry (trajectory and argument modes);
 - `_loading`: readers that never stop at a bad line (`CaseError` in its place);
 - `_bfcl`: the Berkeley Function Calling Leaderboard's own files as cases;
+- `_json`: strict, exact JSON in (integers of any size) and out, for every reader and writer;
 - `_files`: whole-file replacement, and the per-user cache folder.
 
 The bottom layer: imports only `judge._errors`.

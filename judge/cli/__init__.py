@@ -4,6 +4,7 @@
 - `_common`: exit codes, option helpers, printing;
 - `_matching`: the trajectory match options;
 - `_judge_options`: the options that fix a judge, and the calibration gate;
+- `_jobs`: `judge check --jobs N`, the worker processes;
 - `_grade`, `_data`, `_run`, `_service`: the other commands, each imported when it runs.
 
 The top layer: may import every other.
