@@ -73,6 +73,15 @@ def test_results_carry_check_fields_and_judge(server: ChatServer, tmp_path: Path
     assert summary["agreement"]["selection"] == {"agree": 1}
 
 
+def test_a_bad_line_is_reported_by_grade_as_grade(server: ChatServer, tmp_path: Path) -> None:
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps(PARIS) + "\n{oops\n")
+    result = grade(server, tmp_path, str(cases), "-o", str(tmp_path / "r.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert f"judge grade: skipped {cases}:2: not valid JSON" in result.stderr
+    assert "judge check" not in result.stderr
+
+
 def test_environment_configures_the_endpoint(
     server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
 import click
 
-from judge.checks._result import CaseResult
+from judge.checks._result import CaseResult, FailureKind
 from judge.checks._summary import Summary
 
 EXIT_BELOW_THRESHOLD = 1
@@ -68,10 +68,15 @@ def print_summary(summary: Summary, summary_format: str, stream: IO[str]) -> Non
         summary.print_table(stream)
 
 
-def report_invalid(result: CaseResult) -> None:
-    for failure in result.failures:
-        if failure.kind.value == "InvalidCase":
-            click.echo(f"judge check: skipped {failure.message}", err=True)
+def invalid_messages(result: CaseResult) -> list[str]:
+    """What a result says of a case that could not be read (none for a readable case)."""
+    return [f.message for f in result.failures if f.kind is FailureKind.INVALID_CASE]
+
+
+def report_skipped(command: str, messages: Iterable[str]) -> None:
+    """Say on standard error which cases could not be read (each is an `InvalidCase`)."""
+    for message in messages:
+        click.echo(f"judge {command}: skipped {message}", err=True)
 
 
 @contextmanager

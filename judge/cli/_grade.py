@@ -19,11 +19,12 @@ from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
+    invalid_messages,
     line_count,
     parse_rate,
     print_summary,
     progress_bar,
-    report_invalid,
+    report_skipped,
     require_files,
     summary_format_option,
 )
@@ -159,7 +160,7 @@ async def _grade(
                         summary.add(result)
                         sink.write(dumps(result.to_json_dict()) + b"\n")
                         sink.flush()  # a finished result is never lost
-                        report_invalid(result)
+                        report_skipped("grade", invalid_messages(result))
                         step(1)
     finally:
         if output:

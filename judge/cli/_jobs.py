@@ -1,6 +1,6 @@
-"""`judge check --jobs N`: the lines of a file graded by N worker processes, in chunks, the
-results given back in input order. At most two chunks per worker are in flight, so memory stays
-flat; a bad line is an `InvalidCase` result in its place, as in one process."""
+"""How `judge check` grades a file: in chunks of lines, in this process or (`--jobs N`) in N
+worker processes, the results given back in input order. At most two chunks per worker are in
+flight, so memory stays flat; a bad line is an `InvalidCase` result in its place either way."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from judge._errors import CaseError, JudgeError
 from judge.cases._json import dumps
 from judge.cases._loading import read_line
+from judge.cases._match import Match
 from judge.checks._check import check_case, invalid_case_result
-from judge.checks._result import FailureKind
+from judge.checks._env import EnvironmentFactory
 from judge.checks._structure import SchemaCache
 from judge.checks._summary import Summary
+from judge.cli._common import invalid_messages
 from judge.cli._matching import trajectory_from
 
 if TYPE_CHECKING:
@@ -55,11 +57,11 @@ def default_jobs(paths: tuple[str, ...]) -> int:
 def check_chunk(
     source: str,
     lines: list[tuple[int, bytes]],
-    settings: Any,
-    factory: Any,
+    settings: Match | None,
+    factory: EnvironmentFactory | None,
     schemas: SchemaCache,
 ) -> Checked:
-    """Grade numbered non-blank lines of `source`: what one process does with a chunk."""
+    """Grade numbered non-blank lines of `source`: what a process does with a chunk."""
     done = Checked(output=b"", summary=Summary(), lines=len(lines))
     out: list[bytes] = []
     for number, raw in lines:
@@ -68,12 +70,30 @@ def check_chunk(
             result = invalid_case_result(item)
         else:
             result = check_case(item, schemas=schemas, match=settings, env=factory)
-        done.invalid += (f.message for f in result.failures if f.kind is FailureKind.INVALID_CASE)
+        done.invalid += invalid_messages(result)
         done.summary.add(result)
         out.append(dumps(result.to_json_dict()))
         out.append(b"\n")
     done.output = b"".join(out)
     return done
+
+
+class InProcess:
+    """The chunks of a stream graded here, one after the other."""
+
+    def __init__(self, settings: Match | None, factory: EnvironmentFactory | None) -> None:
+        self._settings, self._factory, self._schemas = settings, factory, SchemaCache()
+
+    def __enter__(self) -> InProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def check(self, stream: BinaryIO, source: str) -> Iterator[Checked]:
+        """Each chunk of `stream`'s lines, graded, in input order."""
+        for chunk in _chunks(stream):
+            yield check_chunk(source, chunk, self._settings, self._factory, self._schemas)
 
 
 class Workers:

@@ -17,11 +17,7 @@ from typing import IO, Any
 import click
 
 from judge._errors import InputError
-from judge.cases._json import dumps
 from judge.cases._loading import open_cases
-from judge.cases._match import Match
-from judge.checks._check import iter_check
-from judge.checks._env import EnvironmentFactory
 from judge.checks._summary import Summary
 from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
@@ -30,11 +26,11 @@ from judge.cli._common import (
     parse_rate,
     print_summary,
     progress_bar,
-    report_invalid,
+    report_skipped,
     require_files,
     summary_format_option,
 )
-from judge.cli._jobs import WorkerFailed, Workers, default_jobs
+from judge.cli._jobs import InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import trajectory_from, trajectory_options
 
 # Command name -> the module that defines it (in its COMMANDS).
@@ -132,14 +128,14 @@ def check_command(
             )
             show = progress if progress is not None else sys.stderr.isatty()
             jobs = jobs or default_jobs(cases)
-            workers = stack.enter_context(Workers(jobs, recipe)) if jobs > 1 else None
+            grader: InProcess | Workers = (
+                Workers(jobs, recipe) if jobs > 1 else InProcess(settings, factory)
+            )
+            stack.enter_context(grader)
             for path in cases:
                 total = line_count(path) if show else None
                 with progress_bar(os.path.basename(path), total, show) as advance:
-                    if workers is None:
-                        _check_here(path, settings, factory, summary, sink, advance)
-                    else:
-                        _check_in_workers(workers, path, summary, sink, advance)
+                    _check_file(grader, path, summary, sink, advance)
             sink.flush()
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
@@ -157,38 +153,20 @@ def check_command(
             sys.exit(EXIT_BELOW_THRESHOLD)
 
 
-def _check_here(
-    path: str,
-    settings: Match | None,
-    factory: EnvironmentFactory | None,
-    summary: Summary,
-    sink: IO[bytes],
-    advance: Callable[[int], None],
-) -> None:
-    """Grade one input in this process, one case at a time."""
-    for seen, result in enumerate(iter_check(path, match=settings, env=factory), start=1):
-        summary.add(result)
-        sink.write(dumps(result.to_json_dict()) + b"\n")
-        report_invalid(result)
-        if seen % 256 == 0:
-            advance(256)
-
-
-def _check_in_workers(
-    workers: Workers,
+def _check_file(
+    grader: InProcess | Workers,
     path: str,
     summary: Summary,
     sink: IO[bytes],
     advance: Callable[[int], None],
 ) -> None:
-    """Grade one input in the worker processes, chunk by chunk, in input order."""
+    """Grade one input chunk by chunk, writing the results in input order."""
     with ExitStack() as stack:
         stream = sys.stdin.buffer if path == "-" else stack.enter_context(open_cases(path))
-        for checked in workers.check(stream, "<stdin>" if path == "-" else path):
+        for checked in grader.check(stream, "<stdin>" if path == "-" else path):
             summary.merge(checked.summary)
             sink.write(checked.output)
-            for message in checked.invalid:
-                click.echo(f"judge check: skipped {message}", err=True)
+            report_skipped("check", checked.invalid)
             advance(checked.lines)
 
 
