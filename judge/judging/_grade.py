@@ -330,7 +330,9 @@ class Judge:
 
     async def is_cached(self, question: Question, sample: int) -> bool:
         """Whether this sample of the question would be answered from the cache."""
-        return bool(self._cache and await self._cache.get(self._key(question, sample, self._mode)))
+        if self._cache is None:
+            return False
+        return await self._cache.get(self._key(question, sample, self._mode)) is not None
 
     def _key(self, question: Question, sample: int, mode: ResponseFormat) -> str:
         # The judge without its rubric list, and the one rubric asked: turning the trajectory
