@@ -18,13 +18,15 @@ import orjson
 DecodeError = msgspec.DecodeError
 """What `loads` raises for text that is not strict JSON (a `ValueError`)."""
 
-_decoder = msgspec.json.Decoder()
+decoder = msgspec.json.Decoder()
+"""The decoder `loads` calls (hot paths call its `decode` directly, and catch `RecursionError`
+themselves)."""
 
 
 def loads(data: bytes | str) -> Any:
     """Strict, exact JSON."""
     try:
-        return _decoder.decode(data)
+        return decoder.decode(data)
     except RecursionError:  # nested past what msgspec follows (orjson stops at 1,024 too)
         raise DecodeError("JSON is nested too deeply") from None
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from judge.cases._calls import pointer
-from judge.cases._case import ExpectedCall, is_matcher
 from judge.cases._json import dumps
+from judge.cases._lean import Expected
 from judge.cases._match import ArgsCompare, ArgsMode
 from judge.checks._result import FailureKind
 from judge.checks._values import ArgumentRule, Rules, json_equal, rule_for
@@ -20,11 +20,12 @@ MAX_SHOWN = 120
 # or a ready message).
 Fault = tuple[FailureKind, tuple[str, ...], Any, list[Any] | None, str | None]
 _ABSENT = object()
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def faults(
     arguments: dict[str, Any] | None,
-    expected: ExpectedCall,
+    expected: Expected,
     compare: ArgsMode | list[str] | ArgsCompare,
     rules: Rules | None,
 ) -> list[Fault] | None:
@@ -39,10 +40,15 @@ def faults(
     if isinstance(compare, list):
         return _pathfaults(arguments, expected, compare, rules)
     found: list[Fault] = []
+    subset = compare == "subset"
     for key, want in expected.arguments.items():
-        if key not in arguments and compare == "subset":
+        got = arguments.get(key, _ABSENT)
+        if got is _ABSENT:
+            if subset:
+                continue
+        elif rules is None and _plainly_equal(got, want):
             continue
-        fault = _value_fault(expected.name, (key,), arguments.get(key, _ABSENT), want, rules)
+        fault = _value_fault(expected.name, (key,), got, want, rules)
         if fault is not None:
             found.append(fault)
     if compare in ("exact", "subset"):
@@ -60,20 +66,43 @@ def _value_fault(
     rule = rule_for(rules, tool, path[0]) if rules else None
     if rule is not None and rule.ignore:
         return None
-    if is_matcher(want):
+    if isinstance(want, dict) and ("$any" in want or "$optional" in want):  # a matcher
         options: list[Any] | None = want.get("$any")
-        optional = bool(want.get("$optional", False))
-    else:
-        options, optional = [want], False
-    if got is _ABSENT:
-        return None if optional else (FailureKind.MISSING_ARGUMENT, path, None, options, None)
-    if options is not None and not any(_matches(got, o, rule) for o in options):
+        if got is _ABSENT:
+            optional = want.get("$optional") is True
+            return None if optional else (FailureKind.MISSING_ARGUMENT, path, None, options, None)
+        if options is None or _accepts(got, options, rule):
+            return None
         return FailureKind.WRONG_VALUE, path, got, options, None
-    return None
+    if got is _ABSENT:
+        return FailureKind.MISSING_ARGUMENT, path, None, [want], None
+    if _matches(got, want, rule):
+        return None
+    return FailureKind.WRONG_VALUE, path, got, [want], None
+
+
+def _plainly_equal(got: Any, want: Any) -> bool:
+    """True when `got` is an acceptable value for `want` (a value, or a matcher) with no rule,
+    found without the general comparison: a value equal to one of the same scalar type. False
+    leaves the question to `_value_fault`."""
+    if type(want) is dict:
+        if "$any" not in want:
+            return False
+        for option in want["$any"]:
+            if type(option) is type(got) and option == got and type(got) in _SCALARS:
+                return True
+        return False
+    return type(want) is type(got) and want == got and type(got) in _SCALARS
+
+
+def _accepts(got: Any, options: list[Any], rule: ArgumentRule | None) -> bool:
+    if rule is None and type(got) is str:
+        return got in options  # a string equals only an equal string
+    return any(_matches(got, option, rule) for option in options)
 
 
 def _pathfaults(
-    arguments: dict[str, Any], expected: ExpectedCall, paths: list[str], rules: Rules | None
+    arguments: dict[str, Any], expected: Expected, paths: list[str], rules: Rules | None
 ) -> list[Fault]:
     found: list[Fault] = []
     for path in paths:
@@ -90,9 +119,7 @@ def _pathfaults(
     return found
 
 
-def _judged_by(
-    compare: ArgsCompare, arguments: dict[str, Any], expected: ExpectedCall
-) -> list[Fault]:
+def _judged_by(compare: ArgsCompare, arguments: dict[str, Any], expected: Expected) -> list[Fault]:
     name = getattr(compare, "__qualname__", type(compare).__name__)
     try:
         if compare(arguments, dict(expected.arguments)):
@@ -136,7 +163,9 @@ def describe(fault: Fault) -> Problem:
 
 
 def _matches(got: Any, want: Any, rule: ArgumentRule | None) -> bool:
-    return json_equal(got, want) if rule is None else rule.matches(got, want)
+    if rule is not None:
+        return rule.matches(got, want)
+    return got == want if type(got) is str and type(want) is str else json_equal(got, want)
 
 
 def show(value: Any) -> str:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import difflib
-from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import permutations
 from math import perm
+from operator import getitem
 from typing import Any
 
 from judge._errors import CaseError
-from judge.cases._calls import ShapeError, ToolCall
-from judge.cases._case import Case, ExpectedCall
+from judge.cases._calls import ShapeError
+from judge.cases._case import Case, Tool
+from judge.cases._lean import Called, Expected, LeanCase, LeanTool
 from judge.cases._loading import fallback_id, iter_cases
 from judge.cases._match import Match
 from judge.checks._arguments import Fault, Problem, describe, faults, show
@@ -29,6 +30,8 @@ from judge.checks._values import Rules
 
 _EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
 _UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
+_DEFAULT_MATCH = Match()
+_at: Callable[[list[int], int], int] = getitem
 
 
 def check(
@@ -94,16 +97,16 @@ def check_case(
     schemas = schemas or SchemaCache()
     settings = case.match.merged_over(match) if case.match is not None else match
     whole_path = (settings is not None and settings.mode is not None) or env is not None
-    located: list[tuple[ToolCall, str]]
+    located: list[tuple[Called, str]]
     if whole_path:
         try:
-            located = trajectory_calls(case)
+            located = list(trajectory_calls(case))
         except ShapeError as exc:
             return _invalid(case.id, exc.pointer, str(exc))
     else:
         located = [(call, "") for call in case.tool_calls]
     calls = [call for call, _ in located]
-    parsed, problems, schema_valid = _structure(calls, case, schemas)
+    parsed, problems, schema_valid = _structure(calls, case.tools, schemas)
 
     expected = case.expected_calls
     state: StateReport | None = None
@@ -126,7 +129,7 @@ def check_case(
         passed = state.equal if state is not None else None
         return _result(case, None, schema_valid, None, passed, problems, path_only, state)
 
-    how = settings or Match()
+    how = settings or _DEFAULT_MATCH
     compared = _compare([c.name for c in calls], parsed, expected, how, rules)
     problems.extend(compared.problems)
     report = None
@@ -141,24 +144,63 @@ def check_case(
             out_of_order=tuple(compared.out_of_order),
             ignored=tuple(compared.ignored),
         )
-    selection = compared.selection
-    in_order = not compared.out_of_order
-    structure_ok = schema_valid is not False
-    if not expected:
-        argument_values = None
-        passed = selection and in_order
-    elif how.arguments == "ignore" and not how.overrides:
-        argument_values = None
-        passed = selection and in_order and structure_ok
-    else:
-        argument_values = structure_ok and selection and compared.values_ok
-        passed = argument_values and in_order
+    selection, argument_values, passed = _verdicts(compared, bool(expected), how, schema_valid)
     if state is not None:  # both must hold; a reference that cannot be replayed: unknown
         passed = None if state.equal is None else passed and state.equal
     return _result(case, selection, schema_valid, argument_values, passed, problems, report, state)
 
 
-def _located(located: list[tuple[ToolCall, str]]) -> tuple[TrajectoryCall, ...]:
+def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
+    """What `check_case(case).to_json_dict()` gives for the same case read as a `Case`, with
+    no match settings, rules or environment, built without the result models: the hot path
+    of `judge check`."""
+    calls = case.tool_calls
+    parsed, problems, schema_valid = _structure(calls, case.tools, schemas)
+    expected = case.expected_calls
+    selection = argument_values = passed = None
+    if expected is not None:
+        how = _DEFAULT_MATCH
+        compared = _compare([call.name for call in calls], parsed, expected, how, None)
+        problems.extend(compared.problems)
+        selection, argument_values, passed = _verdicts(compared, bool(expected), how, schema_valid)
+    return {
+        "id": case.id,
+        "tool_selection": selection,
+        "schema_valid": schema_valid,
+        "argument_values": argument_values,
+        "passed": passed,
+        "failures": [
+            {"call": call, "kind": kind.value, "path": path, "message": message}
+            for call, (kind, path, message) in _in_call_order(problems)
+        ],
+    }
+
+
+def _verdicts(
+    compared: _Compared, any_expected: bool, how: Match, schema_valid: bool | None
+) -> tuple[bool, bool | None, bool]:
+    """`tool_selection`, `argument_values` and `passed` of a case with expected calls."""
+    selection = compared.selection
+    in_order = not compared.out_of_order
+    structure_ok = schema_valid is not False
+    if not any_expected:
+        return selection, None, selection and in_order
+    if how.arguments == "ignore" and not how.overrides:
+        return selection, None, selection and in_order and structure_ok
+    argument_values = structure_ok and selection and compared.values_ok
+    return selection, argument_values, argument_values and in_order
+
+
+def _in_call_order(
+    problems: list[tuple[int | None, Problem]],
+) -> list[tuple[int | None, Problem]]:
+    """Failures of the first call first, those of no call last (stable otherwise)."""
+    if len(problems) > 1:
+        problems.sort(key=lambda p: (p[0] is None, p[0] or 0))
+    return problems
+
+
+def _located(located: list[tuple[Called, str]]) -> tuple[TrajectoryCall, ...]:
     return tuple(
         TrajectoryCall(index=i, name=call.name, source=source)
         for i, (call, source) in enumerate(located)
@@ -166,10 +208,10 @@ def _located(located: list[tuple[ToolCall, str]]) -> tuple[TrajectoryCall, ...]:
 
 
 def _structure(
-    calls: list[ToolCall], case: Case, schemas: SchemaCache
+    calls: Sequence[Called], offered: Iterable[Tool | LeanTool], schemas: SchemaCache
 ) -> tuple[list[dict[str, Any] | None], list[tuple[int | None, Problem]], bool | None]:
     """Parse every call's arguments and validate them against its tool's schema."""
-    tools = {tool.name: tool for tool in case.tools}
+    tools = {tool.name: tool for tool in offered}
     problems: list[tuple[int | None, Problem]] = []
     parsed: list[dict[str, Any] | None] = []
     all_valid = True
@@ -184,7 +226,7 @@ def _structure(
             valid = False
             problems.append((index, (FailureKind.UNKNOWN_NAME, "", _unknown(call.name, tools))))
         elif arguments is not None:
-            errors, broken = schemas.errors(tool.parameters, arguments)
+            errors, broken = schemas.errors(tool, arguments)
             if broken is not None:
                 problems.append((index, (FailureKind.INVALID_SCHEMA, "", broken)))
             for path, message in errors:
@@ -209,14 +251,22 @@ class _Compared:
 def _compare(
     names: list[str],
     parsed: list[dict[str, Any] | None],
-    expected: tuple[ExpectedCall, ...],
+    expected: Sequence[Expected],
     how: Match,
     rules: Rules | None,
 ) -> _Compared:
     """Pair calls with reference calls and say what the match mode makes of the rest."""
+    one = len(names) == 1 == len(expected) and names[0] == expected[0].name
+    if one and names[0] not in how.ignore_tools:  # the common case: one call, to the tool expected
+        wrong = faults(parsed[0], expected[0], how.args_for(names[0]), rules)
+        said: list[tuple[int | None, Problem]] = [(0, describe(f)) for f in wrong or ()]
+        return _Compared([(0, 0)], [], [], [], [], True, not said, said)
     skip = set(how.ignore_tools)
-    call_ids = [i for i, name in enumerate(names) if name not in skip]
-    exp_ids = [i for i, exp in enumerate(expected) if exp.name not in skip]
+    if skip:
+        call_ids = [i for i, name in enumerate(names) if name not in skip]
+        exp_ids = [i for i, exp in enumerate(expected) if exp.name not in skip]
+    else:
+        call_ids, exp_ids = list(range(len(names))), list(range(len(expected)))
     pairs, unpaired_calls, unpaired_expected = _pair(
         names, parsed, expected, call_ids, exp_ids, how, rules
     )
@@ -306,10 +356,9 @@ def _result(
     trajectory: TrajectoryReport | None = None,
     state: StateReport | None = None,
 ) -> CaseResult:
-    problems.sort(key=lambda p: (p[0] is None, p[0] or 0))
     failures = tuple(
         Failure(call=call, kind=kind, path=path, message=message)
-        for call, (kind, path, message) in problems
+        for call, (kind, path, message) in _in_call_order(problems)
     )
     return CaseResult(
         id=case.id,
@@ -326,7 +375,7 @@ def _result(
 def _pair(
     names: list[str],
     parsed: list[dict[str, Any] | None],
-    expected: tuple[ExpectedCall, ...],
+    expected: Sequence[Expected],
     call_ids: list[int],
     exp_ids: list[int],
     how: Match,
@@ -335,49 +384,74 @@ def _pair(
     """Match calls to expected calls of the same name with an optimal assignment (fewest
     argument faults, then closest in order), never greedily. Returns the pairs with their
     problems, and the calls and expected calls left unpaired."""
-    calls_by_name: dict[str, list[int]] = defaultdict(list)
+    calls_by_name: dict[str, list[int]] = {}
     for index in call_ids:
-        calls_by_name[names[index]].append(index)
-    expected_by_name: dict[str, list[int]] = defaultdict(list)
+        calls_by_name.setdefault(names[index], []).append(index)
+    expected_by_name: dict[str, list[int]] = {}
     for index in exp_ids:
-        expected_by_name[expected[index].name].append(index)
+        expected_by_name.setdefault(expected[index].name, []).append(index)
 
     pairs: list[tuple[int, int, list[Problem]]] = []
     extra: list[int] = []
-    missing: list[int] = []
-    for name in dict.fromkeys([*calls_by_name, *expected_by_name]):
-        mine, theirs = calls_by_name.get(name, []), expected_by_name.get(name, [])
-        if not mine or not theirs:
+    missing = [
+        e for name, ids in expected_by_name.items() if name not in calls_by_name for e in ids
+    ]
+    for name, mine in calls_by_name.items():
+        theirs = expected_by_name.get(name)
+        if theirs is None:
             extra.extend(mine)
-            missing.extend(theirs)
             continue
         compare = how.args_for(name)
-        table = [[faults(parsed[c], expected[e], compare, rules) for e in theirs] for c in mine]
-        if len(mine) == 1 == len(theirs):
-            chosen = [(0, 0)]
-        else:
-            # Ties in faults go to the calls whose place in the trajectory is nearest their
-            # reference call's place in the reference.
-            scale = 100 * min(len(mine), len(theirs)) + 1
-            costs = [
-                [
-                    _cost(f, expected[e]) * scale + _distance(c, len(names), e, len(expected))
-                    for f, e in zip(row, theirs, strict=True)
-                ]
-                for c, row in zip(mine, table, strict=True)
+        if len(mine) == 1 == len(theirs):  # the common case: one call, one reference call
+            found = faults(parsed[mine[0]], expected[theirs[0]], compare, rules)
+            pairs.append((mine[0], theirs[0], [describe(fault) for fault in found or ()]))
+            continue
+        known: dict[tuple[int, int], list[Fault] | None] = {}
+        if len(mine) == len(theirs) and _in_place(mine, len(names), theirs, len(expected)):
+            # Each call at its reference call's place: when none has a fault, pairing them in
+            # order costs nothing, so it is the least-cost pairing (and the first one tried).
+            for a, (c, e) in enumerate(zip(mine, theirs, strict=True)):
+                known[a, a] = faults(parsed[c], expected[e], compare, rules)
+            if not any(known.values()) and None not in known.values():
+                pairs.extend((c, e, []) for c, e in zip(mine, theirs, strict=True))
+                continue
+        table = [
+            [
+                known[a, b] if (a, b) in known else faults(parsed[c], expected[e], compare, rules)
+                for b, e in enumerate(theirs)
             ]
-            chosen = _assign(costs)
+            for a, c in enumerate(mine)
+        ]
+        # Ties in faults go to the calls whose place in the trajectory is nearest their
+        # reference call's place in the reference.
+        scale = 100 * min(len(mine), len(theirs)) + 1
+        costs = [
+            [
+                _cost(f) * scale + _distance(c, len(names), e, len(expected))
+                for f, e in zip(row, theirs, strict=True)
+            ]
+            for c, row in zip(mine, table, strict=True)
+        ]
+        chosen = _assign(costs)
         for a, b in chosen:
-            found = [describe(fault) for fault in table[a][b] or ()]
-            pairs.append((mine[a], theirs[b], found))
+            found = table[a][b]
+            pairs.append((mine[a], theirs[b], [describe(fault) for fault in found or ()]))
         paired_calls = {a for a, _ in chosen}
         paired_expected = {b for _, b in chosen}
         extra.extend(c for a, c in enumerate(mine) if a not in paired_calls)
         missing.extend(e for b, e in enumerate(theirs) if b not in paired_expected)
-    pairs.sort(key=lambda p: p[0])
+    if len(pairs) > 1:
+        pairs.sort(key=lambda p: p[0])
     extra.sort()
     missing.sort()
     return pairs, extra, missing
+
+
+def _in_place(calls: list[int], n_calls: int, expected: list[int], n_expected: int) -> bool:
+    """Whether each call is at no distance from the reference call at its position."""
+    return all(
+        _distance(c, n_calls, e, n_expected) == 0 for c, e in zip(calls, expected, strict=True)
+    )
 
 
 def _distance(call: int, calls: int, expected: int, expecteds: int) -> int:
@@ -385,7 +459,7 @@ def _distance(call: int, calls: int, expected: int, expecteds: int) -> int:
     return round(100 * abs(call / max(calls - 1, 1) - expected / max(expecteds - 1, 1)))
 
 
-def _cost(faults: list[Fault] | None, expected: ExpectedCall) -> int:
+def _cost(faults: list[Fault] | None) -> int:
     return _UNPARSEABLE if faults is None else len(faults)
 
 
@@ -394,15 +468,13 @@ def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
     rows, cols = len(cost), len(cost[0])
     if perm(max(rows, cols), min(rows, cols)) <= _EXHAUSTIVE:
         # Trying every pairing of a few calls is exact and spares scipy's start-up (~0.3 s).
+        # The first least-cost pairing in the order of `permutations` wins a tie.
         if rows <= cols:
-            options = (
-                tuple(zip(range(rows), p, strict=True)) for p in permutations(range(cols), rows)
-            )
-        else:
-            options = (
-                tuple(zip(p, range(cols), strict=True)) for p in permutations(range(rows), cols)
-            )
-        return list(min(options, key=lambda pairs: sum(cost[r][c] for r, c in pairs)))
+            best = min(permutations(range(cols), rows), key=lambda p: sum(map(_at, cost, p)))
+            return list(enumerate(best))
+        by_col = [list(col) for col in zip(*cost, strict=True)]
+        best = min(permutations(range(rows), cols), key=lambda p: sum(map(_at, by_col, p)))
+        return [(row, col) for col, row in enumerate(best)]
     from scipy.optimize import linear_sum_assignment
 
     picked_rows, picked_cols = linear_sum_assignment(cost)

@@ -9,16 +9,21 @@ from jsonschema_rs import Draft7Validator, ValidationError
 from jsonschema_rs import ValidationErrorKind as Kind
 
 from judge.cases._calls import json_kind, pointer
-from judge.cases._json import DecodeError, dumps, loads
+from judge.cases._case import Tool
+from judge.cases._json import DecodeError, decoder, dumps
+from judge.cases._lean import LeanTool
 
 _CACHE_LIMIT = 4096
+_decode = decoder.decode
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
     """Parse argument text strictly (RFC 8259: no NaN, no trailing data). Returns the object,
     or None and the reason it is not a JSON object."""
     try:
-        value = loads(raw)
+        value = _decode(raw)
+    except RecursionError:
+        return None, "the arguments are not valid JSON: JSON is nested too deeply"
     except DecodeError as exc:
         text = raw.strip()
         if not text:
@@ -39,31 +44,32 @@ class SchemaCache:
     remote `$ref` is never fetched."""
 
     def __init__(self) -> None:
-        self._by_content: dict[bytes, Draft7Validator | str] = {}
+        self._by_content: dict[bytes, tuple[Draft7Validator | str, dict[str, Any]]] = {}
 
     def validator(self, schema: dict[str, Any]) -> Draft7Validator | str:
         """The validator for `schema`, or why the schema itself is invalid."""
         key = dumps(schema, sort_keys=True, default=repr)
-        found = self._by_content.get(key)
-        if found is None:
-            if len(self._by_content) >= _CACHE_LIMIT:
-                self._by_content.clear()
-            found = self._by_content[key] = _build(schema)
-        return found
+        return (self._by_content.get(key) or self._add(key, schema))[0]
 
     def errors(
-        self, schema: dict[str, Any], arguments: dict[str, Any]
+        self, tool: Tool | LeanTool, arguments: dict[str, Any]
     ) -> tuple[list[tuple[str, str]], str | None]:
-        """Validate `arguments`: the `(pointer, message)` of each violation, and the reason the
-        schema is unusable (then the list is empty)."""
-        validator = self.validator(schema)
+        """Validate `arguments` against `tool`'s schema: the `(pointer, message)` of each
+        violation, and the reason the schema is unusable (then the list is empty)."""
+        if isinstance(tool, LeanTool):  # keyed by the schema's text: nothing to encode
+            entry = self._by_content.get(tool.schema_key)
+            validator, schema = entry or self._add(tool.schema_key, tool.parameters)
+        else:
+            schema = tool.parameters  # its own key order, for the order of the errors
+            validator = self.validator(schema)
         if isinstance(validator, str):
             return [], validator
         try:
             if validator.is_valid(arguments):  # the common case: no error walk
                 return [], None
-            errors = validator.iter_errors(arguments)
-            found = sorted(errors, key=lambda e: _order(schema, arguments, e))
+            found = list(validator.iter_errors(arguments))
+            if len(found) > 1:
+                found.sort(key=lambda e: _order(schema, arguments, e))
         except ValueError as exc:  # a value the validator cannot take
             return [], f"the tool's schema cannot be applied: {type(exc).__name__}: {exc}"
         if not found:  # invalid, yet no error to show: never a silent pass
@@ -73,6 +79,14 @@ class SchemaCache:
             if isinstance(error.kind, Kind.BacktrackLimitExceeded | Kind.RegexEngineFailure):
                 return [], f"the tool's schema cannot be applied: {error.message}"
         return [(_error_pointer(error), _message(schema, error)) for error in found], None
+
+    def _add(
+        self, key: bytes, schema: dict[str, Any]
+    ) -> tuple[Draft7Validator | str, dict[str, Any]]:
+        if len(self._by_content) >= _CACHE_LIMIT:
+            self._by_content.clear()
+        entry = self._by_content[key] = (_build(schema), schema)
+        return entry
 
 
 # Keywords whose next path part names a child schema, and those whose next part indexes one.

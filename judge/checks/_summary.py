@@ -121,23 +121,39 @@ class Summary:
     """Judge verdict counts, once a result carries them."""
 
     def add(self, result: CaseResult) -> None:
-        self.cases += 1
-        if result.passed is None:
-            self.not_gradable += 1
-        elif result.passed:
-            self.passed += 1
-        else:
-            self.failed += 1
-        if result.failures:
-            kinds = [f.kind.value for f in result.failures]
-            self.failure_kinds.update(kinds)
-            self.invalid_cases += FailureKind.INVALID_CASE.value in kinds
-        for name in _CHECKS:
-            self.checks[name][_outcome(getattr(result, name))] += 1
+        self.add_json(
+            {
+                "passed": result.passed,
+                "failures": [{"kind": f.kind.value} for f in result.failures],
+                **{name: getattr(result, name) for name in _CHECKS},
+            }
+        )
         if result.judge is not None:
             if self.verdicts is None:
                 self.verdicts = JudgeSummary()
             self.verdicts.add(result.judge)
+
+    def add_json(self, result: dict[str, Any]) -> None:
+        """Count a result given as JSON data (`CaseResult.to_json_dict()`), checks only."""
+        self.cases += 1
+        passed = result["passed"]
+        if passed is None:
+            self.not_gradable += 1
+        elif passed:
+            self.passed += 1
+        else:
+            self.failed += 1
+        if result["failures"]:
+            kinds = self.failure_kinds
+            invalid = False
+            for failure in result["failures"]:
+                kind = failure["kind"]
+                kinds[kind] += 1
+                invalid = invalid or kind == _INVALID_CASE
+            self.invalid_cases += invalid
+        checks = self.checks
+        for name in _CHECKS:
+            checks[name][_OUTCOMES[result[name]]] += 1
 
     def merge(self, other: Summary) -> None:
         """Add the counts of another summary (of other cases: a worker's share of a run)."""
@@ -224,5 +240,6 @@ def _agreement(counts: Counter[str]) -> str:
     return "n/a" if not total else f"{counts['agree']}/{total} ({counts['agree'] / total:.0%})"
 
 
-def _outcome(value: bool | None) -> str:
-    return "null" if value is None else ("true" if value else "false")
+_OUTCOMES = {True: "true", False: "false", None: "null"}
+_INVALID_CASE = FailureKind.INVALID_CASE.value
+

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from judge._errors import CaseError, JudgeError
 from judge.cases._json import dumps
+from judge.cases._lean import read_lean
 from judge.cases._loading import read_line
 from judge.cases._match import Match
-from judge.checks._check import check_case, invalid_case_result
+from judge.checks._check import check_case, check_plain, invalid_case_result
 from judge.checks._env import EnvironmentFactory
 from judge.checks._structure import SchemaCache
 from judge.checks._summary import Summary
@@ -64,15 +65,22 @@ def check_chunk(
     """Grade numbered non-blank lines of `source`: what a process does with a chunk."""
     done = Checked(output=b"", summary=Summary(), lines=len(lines))
     out: list[bytes] = []
+    plain = settings is None and factory is None  # the response alone, by default
     for number, raw in lines:
-        item = read_line(raw, source=source, line=number)
-        if isinstance(item, CaseError):
-            result = invalid_case_result(item)
+        lean = read_lean(raw) if plain else None
+        if lean is not None:
+            data = check_plain(lean, schemas)
+            done.summary.add_json(data)
         else:
-            result = check_case(item, schemas=schemas, match=settings, env=factory)
-        done.invalid += invalid_messages(result)
-        done.summary.add(result)
-        out.append(dumps(result.to_json_dict()))
+            item = read_line(raw, source=source, line=number)
+            if isinstance(item, CaseError):
+                result = invalid_case_result(item)
+            else:
+                result = check_case(item, schemas=schemas, match=settings, env=factory)
+            done.invalid += invalid_messages(result)
+            done.summary.add(result)
+            data = result.to_json_dict()
+        out.append(dumps(data))
         out.append(b"\n")
     done.output = b"".join(out)
     return done
@@ -147,8 +155,8 @@ def _check_in_worker(source: str, lines: list[tuple[int, bytes]]) -> Checked:
 def _chunks(stream: BinaryIO) -> Iterator[list[tuple[int, bytes]]]:
     chunk: list[tuple[int, bytes]] = []
     for number, raw in enumerate(stream, start=1):
-        if raw.strip():
-            chunk.append((number, raw.rstrip(b"\r\n")))
+        if not raw.isspace():  # the line end stays: JSON readers take it as whitespace
+            chunk.append((number, raw))
             if len(chunk) == CHUNK_LINES:
                 yield chunk
                 chunk = []

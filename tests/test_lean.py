@@ -1,0 +1,161 @@
+"""The lean reading of the check path (`read_lean` + `check_plain`) gives exactly what the full
+reading gives (`parse_case` + `check_case`), and falls back for anything else."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge._errors import CaseError
+from judge.cases._json import loads
+from judge.cases._lean import read_lean
+from judge.cases._loading import parse_case
+from judge.checks._check import check_case, check_plain
+from judge.checks._structure import SchemaCache
+
+REPO = Path(__file__).resolve().parent.parent
+DATASETS = REPO.parent / "shared" / "datasets"
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+}
+CASE: dict[str, Any] = {
+    "id": "w1",
+    "messages": [{"role": "user", "content": "Weather in Paris for 3 days?"}],
+    "tools": [TOOL, {"type": "function", "function": {"name": "noop"}}],
+    "response": {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris", "days": 3}'},
+            }
+        ],
+    },
+    "expected_calls": [
+        {"name": "get_weather", "arguments": {"city": "Paris", "days": {"$any": [3, 4]}}}
+    ],
+    "expected_behavior": "call",
+    "labels": {"selection": "correct", "note": "kept"},
+    "meta": {"source": "test"},
+}
+
+
+def full_reading(line: bytes) -> dict[str, Any] | CaseError:
+    try:
+        case = parse_case(loads(line), source="t.jsonl", line=1)
+    except CaseError as exc:
+        return exc
+    return check_case(case, schemas=SchemaCache()).to_json_dict()
+
+
+def assert_same(line: bytes) -> bool:
+    """The lean reading agrees with the full one; True when the line was read lean."""
+    lean = read_lean(line)
+    if lean is None:
+        return False
+    full = full_reading(line)
+    assert not isinstance(full, CaseError), f"read lean, yet not a case: {full}\n{line!r}"
+    assert check_plain(lean, SchemaCache()) == full, line
+    return True
+
+
+def dataset_lines() -> Iterator[bytes]:
+    files = [*sorted(DATASETS.glob("*.jsonl")), *sorted((REPO / "examples").rglob("*.jsonl"))]
+    for path in files:
+        yield from (line for line in path.read_bytes().splitlines() if line.strip())
+
+
+def test_every_dataset_line_reads_the_same_lean() -> None:
+    lean = sum(assert_same(line) for line in dataset_lines())
+    assert lean > 0
+
+
+def test_the_sample_case_is_read_lean() -> None:
+    assert assert_same(json.dumps(CASE).encode())
+
+
+def mutations(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, replacement) for every place in the case: other kinds of value, or removal."""
+    for replacement in (None, 1, 2.5, True, "x", "", [], {}, [1], [{}], {"a": 1}, "_DELETE"):
+        if path:
+            yield path, replacement
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from mutations(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from mutations(child, (*path, index))
+
+
+def mutated(case: dict[str, Any], path: tuple[Any, ...], replacement: Any) -> dict[str, Any]:
+    out = copy.deepcopy(case)
+    node: Any = out
+    for part in path[:-1]:
+        node = node[part]
+    if replacement == "_DELETE":
+        del node[path[-1]]
+    else:
+        node[path[-1]] = replacement
+    return out
+
+
+def test_any_change_to_a_case_reads_the_same_or_falls_back() -> None:
+    lean = 0
+    for path, replacement in mutations(CASE):
+        lean += assert_same(json.dumps(mutated(CASE, path, replacement)).encode())
+    assert lean > 20  # many changes stay in the lean form (and agree)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"match": "strict"},
+        {"id": 7},
+        {"tools": [{"name": "get_weather", "input_schema": {"type": "object"}}]},
+        {"tools": [{"type": "function", "function": {"name": "f", "parameters": []}}]},
+        {"response": [{"name": "get_weather", "arguments": "{}"}]},
+        {"response": {"choices": [{"message": {"content": "hi"}}]}},
+        {"response": {"tool_calls": ["text"]}},
+        {"response": {"content": [{"type": "text", "text": "hi"}]}},
+        {"response": {}},
+        {"expected_calls": [{"function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"expected_calls": [{"name": "f", "arguments": {"a": {"$any": 1}}}]},
+        {"expected_calls": [{"name": "f", "arguments": {"a": {"$any": [1], "$also": 1}}}]},
+        {"meta": None},
+        {"messages": [1]},
+    ],
+)
+def test_other_shapes_fall_back_to_the_full_reading(change: dict[str, Any]) -> None:
+    line = json.dumps({**CASE, **change}).encode()
+    assert read_lean(line) is None
+
+
+def test_big_integers_stay_exact_on_the_lean_path() -> None:
+    case = copy.deepcopy(CASE)
+    case["tools"][0]["function"]["parameters"]["properties"]["days"] = {}
+    case["response"]["tool_calls"][0]["function"]["arguments"] = (
+        '{"city": "Paris", "days": 123456789012345678901234567891}'
+    )
+    case["expected_calls"][0]["arguments"]["days"] = 123456789012345678901234567890
+    lean = read_lean(json.dumps(case).encode())
+    assert lean is not None
+    result = check_plain(lean, SchemaCache())
+    assert result["passed"] is False
+    assert [f["kind"] for f in result["failures"]] == ["WrongValue"]
