@@ -93,7 +93,8 @@ def test_the_sample_case_is_read_lean() -> None:
 
 def mutations(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
     """(path, replacement) for every place in the case: other kinds of value, or removal."""
-    for replacement in (None, 1, 2.5, True, "x", "", [], {}, [1], [{}], {"a": 1}, "_DELETE"):
+    replacements: tuple[Any, ...] = (None, 1, 2.5, True, "x", "", [], {}, [1], [{}], {"a": 1})
+    for replacement in (*replacements, "_DELETE"):
         if path:
             yield path, replacement
     if isinstance(value, dict):
