@@ -102,3 +102,23 @@ def test_default_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _jobs.default_jobs((str(small),)) == 1
     assert _jobs.default_jobs((str(small), str(large))) == 3
     assert _jobs.default_jobs(("-",)) == 1  # standard input is read as it comes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"", b"a\n", b"a", b"a\nb\n\n\r\n c \nd", b"x\n" * 21, b"x\n" * 20 + b"tail", b"\n" * 15],
+)
+def test_a_file_is_cut_into_spans_of_whole_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes
+) -> None:
+    monkeypatch.setattr(_jobs, "CHUNK_LINES", 7)
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(text)
+    with path.open("rb") as handle:
+        spans = list(_jobs._spans(handle))
+    assert b"".join(text[s.start : s.end] for s in spans) == text
+    lines = text.split(b"\n")
+    for span in spans:  # each span starts a line, and says which
+        assert span.start == 0 or text[span.start - 1 : span.start] == b"\n"
+        assert text[span.start :].split(b"\n")[0] == lines[span.first - 1]
+    assert all(text[s.start : s.end].count(b"\n") == 7 for s in spans[:-1])

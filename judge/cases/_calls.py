@@ -169,4 +169,10 @@ def json_kind(value: Any) -> str:
 
 def pointer(parts: Iterable[Any]) -> str:
     """A JSON pointer (RFC 6901) from path parts."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    out = ""
+    for part in parts:
+        text = part if type(part) is str else str(part)
+        if "~" in text or "/" in text:
+            text = text.replace("~", "~0").replace("/", "~1")
+        out += "/" + text
+    return out

@@ -136,12 +136,13 @@ class LeanCase:
     def __init__(
         self,
         id: str,
-        tools: list[LeanTool],
+        tools: dict[str, LeanTool],
         tool_calls: list[LeanCall],
         expected_calls: list[LeanExpected] | None,
     ) -> None:
         self.id = id
         self.tools = tools
+        """The tools offered, by name (the last of a name, as `Case` has them)."""
         self.tool_calls = tool_calls
         self.expected_calls = expected_calls
 
@@ -180,15 +181,15 @@ def read_lean(raw: bytes) -> LeanCase | None:
 
 
 _tools_decoder = msgspec.json.Decoder(list[_Tool] | None)
-_tool_sets: dict[bytes, list[LeanTool] | None] = {}
+_tool_sets: dict[bytes, dict[str, LeanTool] | None] = {}
 _TOOL_SETS_KEPT = 1024
 
 
-def _read_tools(raw: Raw | UnsetType) -> list[LeanTool] | None:
+def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
     """The tools of a case, or None when they are not in the lean form. Cases of a file mostly
     offer the same tools, so each distinct `tools` text is read once."""
     if raw is UNSET:
-        return []
+        return {}
     text = bytes(raw)
     if text in _tool_sets:
         return _tool_sets[text]
@@ -198,12 +199,12 @@ def _read_tools(raw: Raw | UnsetType) -> list[LeanTool] | None:
     return found
 
 
-def _tools_in(text: bytes) -> list[LeanTool] | None:
+def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
     try:
         specs = _tools_decoder.decode(text)
     except (msgspec.DecodeError, RecursionError):
         return None
-    tools = []
+    tools = {}
     for spec in specs or ():
         fn = spec.function
         if fn.input_schema is not UNSET:
@@ -213,7 +214,7 @@ def _tools_in(text: bytes) -> list[LeanTool] | None:
             key = _NO_PARAMETERS
         elif not key.startswith(b"{"):
             return None  # not an object: `Case` says why
-        tools.append(LeanTool(fn.name, key))
+        tools[fn.name] = LeanTool(fn.name, key)
     return tools
 
 

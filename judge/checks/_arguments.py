@@ -46,8 +46,13 @@ def faults(
         if got is _ABSENT:
             if subset:
                 continue
-        elif rules is None and _plainly_equal(got, want):
-            continue
+        elif rules is None:  # the common outcomes, found without the general comparison
+            if type(want) is dict:
+                options = want.get("$any")
+                if options is not None and got in options and _typed_in(got, options):
+                    continue
+            elif want == got and type(want) is type(got) and type(got) in _SCALARS:
+                continue
         fault = _value_fault(expected.name, (key,), got, want, rules)
         if fault is not None:
             found.append(fault)
@@ -81,18 +86,13 @@ def _value_fault(
     return FailureKind.WRONG_VALUE, path, got, [want], None
 
 
-def _plainly_equal(got: Any, want: Any) -> bool:
-    """True when `got` is an acceptable value for `want` (a value, or a matcher) with no rule,
-    found without the general comparison: a value equal to one of the same scalar type. False
-    leaves the question to `_value_fault`."""
-    if type(want) is dict:
-        if "$any" not in want:
-            return False
-        for option in want["$any"]:
-            if type(option) is type(got) and option == got and type(got) in _SCALARS:
-                return True
-        return False
-    return type(want) is type(got) and want == got and type(got) in _SCALARS
+def _typed_in(got: Any, options: list[Any]) -> bool:
+    """Whether a scalar equal to `got` and of its type is among `options` (`in` found an equal
+    one, but `1 == True == 1.0`). False leaves the question to `_value_fault`."""
+    kind = type(got)
+    if kind is str:
+        return True  # a string equals only a string
+    return kind in _SCALARS and any(type(o) is kind and o == got for o in options)
 
 
 def _accepts(got: Any, options: list[Any], rule: ArgumentRule | None) -> bool:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import permutations
 from math import perm
 from operator import getitem
@@ -32,6 +33,7 @@ _EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
 _UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
 _DEFAULT_MATCH = Match()
 _at: Callable[[list[int], int], int] = getitem
+_KIND_NAMES = {kind: kind.value for kind in FailureKind}
 
 
 def check(
@@ -106,7 +108,8 @@ def check_case(
     else:
         located = [(call, "") for call in case.tool_calls]
     calls = [call for call, _ in located]
-    parsed, problems, schema_valid = _structure(calls, case.tools, schemas)
+    tools = {tool.name: tool for tool in case.tools}
+    parsed, problems, schema_valid = _structure(calls, tools, schemas)
 
     expected = case.expected_calls
     state: StateReport | None = None
@@ -170,7 +173,7 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         "argument_values": argument_values,
         "passed": passed,
         "failures": [
-            {"call": call, "kind": kind.value, "path": path, "message": message}
+            {"call": call, "kind": _KIND_NAMES[kind], "path": path, "message": message}
             for call, (kind, path, message) in _in_call_order(problems)
         ],
     }
@@ -208,10 +211,10 @@ def _located(located: list[tuple[Called, str]]) -> tuple[TrajectoryCall, ...]:
 
 
 def _structure(
-    calls: Sequence[Called], offered: Iterable[Tool | LeanTool], schemas: SchemaCache
+    calls: Sequence[Called], tools: Mapping[str, Tool | LeanTool], schemas: SchemaCache
 ) -> tuple[list[dict[str, Any] | None], list[tuple[int | None, Problem]], bool | None]:
-    """Parse every call's arguments and validate them against its tool's schema."""
-    tools = {tool.name: tool for tool in offered}
+    """Parse every call's arguments and validate them against its tool's schema (`tools` by
+    name)."""
     problems: list[tuple[int | None, Problem]] = []
     parsed: list[dict[str, Any] | None] = []
     all_valid = True
@@ -425,12 +428,14 @@ def _pair(
         # Ties in faults go to the calls whose place in the trajectory is nearest their
         # reference call's place in the reference.
         scale = 100 * min(len(mine), len(theirs)) + 1
+        at = [c / max(len(names) - 1, 1) for c in mine]  # relative places, as `_distance`
+        want = [e / max(len(expected) - 1, 1) for e in theirs]
         costs = [
             [
-                _cost(f) * scale + _distance(c, len(names), e, len(expected))
-                for f, e in zip(row, theirs, strict=True)
+                (_UNPARSEABLE if f is None else len(f)) * scale + round(100 * abs(place - w))
+                for f, w in zip(row, want, strict=True)
             ]
-            for c, row in zip(mine, table, strict=True)
+            for place, row in zip(at, table, strict=True)
         ]
         chosen = _assign(costs)
         for a, b in chosen:
@@ -459,10 +464,6 @@ def _distance(call: int, calls: int, expected: int, expecteds: int) -> int:
     return round(100 * abs(call / max(calls - 1, 1) - expected / max(expecteds - 1, 1)))
 
 
-def _cost(faults: list[Fault] | None) -> int:
-    return _UNPARSEABLE if faults is None else len(faults)
-
-
 def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
     """Row-column pairs of least total cost (as many pairs as the smaller side)."""
     rows, cols = len(cost), len(cost[0])
@@ -470,18 +471,26 @@ def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
         # Trying every pairing of a few calls is exact and spares scipy's start-up (~0.3 s).
         # The first least-cost pairing in the order of `permutations` wins a tie.
         if rows <= cols:
-            best = min(permutations(range(cols), rows), key=lambda p: sum(map(_at, cost, p)))
-            return list(enumerate(best))
+            options = _orders(cols, rows)
+            totals = [sum(map(_at, cost, p)) for p in options]
+            return list(enumerate(options[totals.index(min(totals))]))
         by_col = [list(col) for col in zip(*cost, strict=True)]
-        best = min(permutations(range(rows), cols), key=lambda p: sum(map(_at, by_col, p)))
-        return [(row, col) for col, row in enumerate(best)]
+        options = _orders(rows, cols)
+        totals = [sum(map(_at, by_col, p)) for p in options]
+        return [(row, col) for col, row in enumerate(options[totals.index(min(totals))])]
     from scipy.optimize import linear_sum_assignment
 
     picked_rows, picked_cols = linear_sum_assignment(cost)
     return [(int(r), int(c)) for r, c in zip(picked_rows, picked_cols, strict=True)]
 
 
-def _unknown(name: str, tools: dict[str, Any]) -> str:
+@cache
+def _orders(n: int, k: int) -> tuple[tuple[int, ...], ...]:
+    """Every ordered choice of `k` of `range(n)`, in the order of `permutations`."""
+    return tuple(permutations(range(n), k))
+
+
+def _unknown(name: str, tools: Mapping[str, Any]) -> str:
     message = f"{name!r} is not one of the case's tools"
     if name.strip() in tools:
         return message + f" (note the whitespace; the tool is {name.strip()!r})"

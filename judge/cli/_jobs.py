@@ -128,9 +128,16 @@ class Workers:
         from concurrent.futures.process import BrokenProcessPool
 
         pending: deque[Future[Checked]] = deque()
+        # A file a worker can open is sent as spans of bytes, which it reads itself; a pipe,
+        # line by line.
+        name = getattr(stream, "name", None)
+        seekable = isinstance(name, str) and name == source and stream.seekable()
         try:
-            for chunk in _chunks(stream):
-                pending.append(self._pool.submit(_check_in_worker, source, chunk))
+            for work in _spans(stream) if seekable else _chunks(stream):
+                if isinstance(work, Span):
+                    pending.append(self._pool.submit(_check_span, source, work))
+                else:
+                    pending.append(self._pool.submit(_check_in_worker, source, work))
                 if len(pending) >= 2 * self.jobs:
                     yield pending.popleft().result()
             while pending:
@@ -150,6 +157,41 @@ def _start(options: dict[str, Any]) -> None:
 
 def _check_in_worker(source: str, lines: list[tuple[int, bytes]]) -> Checked:
     return check_chunk(source, lines, **_worker)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Whole lines of a file: bytes `start` to `end`, the first being line `first`."""
+
+    start: int
+    end: int
+    first: int
+
+
+def _check_span(source: str, span: Span) -> Checked:
+    with open(source, "rb") as handle:
+        handle.seek(span.start)
+        block = handle.read(span.end - span.start)
+    lines = block.split(b"\n")  # as a file's lines are: on line feeds only
+    numbered = [(span.first + i, raw) for i, raw in enumerate(lines) if raw.strip()]
+    return check_chunk(source, numbered, **_worker)
+
+
+def _spans(stream: BinaryIO) -> Iterator[Span]:
+    """Spans of `CHUNK_LINES` lines each (blank lines too), found by counting line ends."""
+    start = stream.tell()
+    offset, first, seen = start, 1, 0
+    while block := stream.read(1 << 20):
+        at = 0
+        while seen + block.count(b"\n", at) >= CHUNK_LINES:
+            for _ in range(CHUNK_LINES - seen):
+                at = block.index(b"\n", at) + 1
+            yield Span(start, offset + at, first)
+            start, first, seen = offset + at, first + CHUNK_LINES, 0
+        seen += block.count(b"\n", at)
+        offset += len(block)
+    if offset > start:
+        yield Span(start, offset, first)
 
 
 def _chunks(stream: BinaryIO) -> Iterator[list[tuple[int, bytes]]]:
