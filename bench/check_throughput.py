@@ -149,16 +149,21 @@ def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int
 
 
 def stage_seconds(cases: Path) -> dict[str, float]:
-    """Where judge's time goes, in this process: reading and parsing each line, building the
-    case, validating the arguments (the structural step, schemas included), comparing with the
-    expected calls (the rest of the check), writing the result line."""
+    """Where judge's time goes, in this process, on the path `judge check` takes for a line in
+    the common form: parsing the line into structs, building the lean case from them (the
+    tool sets, the checks `Case` would make), validating the arguments (the structural step),
+    comparing with the expected calls (the rest of the check), writing the result line and
+    counting it. A line in another form is read as a `Case` (timed as build, its check as
+    compare)."""
+    from judge.cases import _lean
     from judge.cases._json import dumps, loads
     from judge.cases._loading import parse_case
-    from judge.checks import _check
+    from judge.checks import _check, _plain
     from judge.checks._structure import SchemaCache
+    from judge.checks._summary import Summary
 
     spent = dict.fromkeys(("parse", "build", "validate", "compare", "write"), 0.0)
-    structure = _check._structure
+    structure = _plain.structure
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
@@ -167,27 +172,33 @@ def stage_seconds(cases: Path) -> dict[str, float]:
         finally:
             spent["validate"] += time.perf_counter() - start
 
-    _check._structure = timed
-    schemas = SchemaCache()
+    _plain.structure = timed
+    schemas, summary = SchemaCache(), Summary()
     clock = time.perf_counter
     try:
         with cases.open("rb") as lines, open(os.devnull, "wb") as sink:
             for number, line in enumerate(lines, start=1):
                 t0 = clock()
-                data = loads(line)
+                _lean._decoder.decode(line)
                 t1 = clock()
-                case = parse_case(data, source=str(cases), line=number)
+                lean = _lean.read_lean(line)  # decodes again: its own share is the rest
                 t2 = clock()
-                result = _check.check_case(case, schemas=schemas)
+                if lean is not None:
+                    data = _plain.check_plain(lean, schemas)
+                else:
+                    case = parse_case(loads(line), source=str(cases), line=number)
+                    t2 = clock()
+                    data = _check.check_case(case, schemas=schemas).to_json_dict()
                 t3 = clock()
-                sink.write(dumps(result.to_json_dict()) + b"\n")
+                sink.write(dumps(data) + b"\n")
+                summary.add_json(data)
                 t4 = clock()
                 spent["parse"] += t1 - t0
-                spent["build"] += t2 - t1
+                spent["build"] += t2 - t1 - (t1 - t0)
                 spent["compare"] += t3 - t2
                 spent["write"] += t4 - t3
     finally:
-        _check._structure = structure
+        _plain.structure = structure
     spent["compare"] -= spent["validate"]
     return spent
 

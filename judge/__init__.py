@@ -26,37 +26,50 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from judge._errors import CaseError, InputError, JudgeError
-from judge.cases._calls import Response, ToolCall
-from judge.cases._case import Case, ExpectedCall, Labels, Tool
-from judge.cases._loading import LoadedCases, iter_cases, load_cases
-from judge.cases._match import Match
-from judge.checks._check import check, check_case, iter_check
-from judge.checks._env import (
-    Environment,
-    StateDiff,
-    StateEnvironment,
-    StateReport,
-    ToolFailed,
-    replay,
-)
-from judge.checks._grounding import UngroundedValue
-from judge.checks._outcome import (
-    Agreement,
-    ArgumentVerdict,
-    JudgeOutcome,
-    Provenance,
-    RubricRef,
-    SelectionVerdict,
-    Usage,
-)
-from judge.checks._result import CaseResult, CheckResults, Failure, FailureKind
-from judge.checks._trajectory import TrajectoryReport
-from judge.checks._values import ArgumentRule, Rules, json_equal
-from judge.runs._repeats import RepeatStats, pass_at_k, pass_hat_k, repeat_stats
 
-# What needs the OpenAI SDK, Jinja, numpy statistics or FastAPI is imported on first use, so that
-# `import judge` and `judge check` start in a fraction of the time.
+# Every name is imported on first use, so that `import judge` and `judge check` start in a
+# fraction of the time: what needs the OpenAI SDK, Jinja, numpy statistics or FastAPI, and the
+# pydantic models, which the check path reads without.
 _LAZY = {
+    "Response": "judge.cases._calls",
+    "ToolCall": "judge.cases._calls",
+    "Case": "judge.cases._case",
+    "ExpectedCall": "judge.cases._case",
+    "Labels": "judge.cases._case",
+    "Tool": "judge.cases._case",
+    "LoadedCases": "judge.cases._loading",
+    "iter_cases": "judge.cases._loading",
+    "load_cases": "judge.cases._loading",
+    "Match": "judge.cases._match",
+    "check": "judge.checks._check",
+    "check_case": "judge.checks._check",
+    "iter_check": "judge.checks._check",
+    "Environment": "judge.checks._env",
+    "StateDiff": "judge.checks._env",
+    "StateEnvironment": "judge.checks._env",
+    "StateReport": "judge.checks._env",
+    "ToolFailed": "judge.checks._env",
+    "replay": "judge.checks._env",
+    "UngroundedValue": "judge.checks._grounding",
+    "FailureKind": "judge.checks._kinds",
+    "Agreement": "judge.checks._outcome",
+    "ArgumentVerdict": "judge.checks._outcome",
+    "JudgeOutcome": "judge.checks._outcome",
+    "Provenance": "judge.checks._outcome",
+    "RubricRef": "judge.checks._outcome",
+    "SelectionVerdict": "judge.checks._outcome",
+    "Usage": "judge.checks._outcome",
+    "CaseResult": "judge.checks._result",
+    "CheckResults": "judge.checks._result",
+    "Failure": "judge.checks._result",
+    "TrajectoryReport": "judge.checks._trajectory",
+    "ArgumentRule": "judge.checks._values",
+    "Rules": "judge.checks._values",
+    "json_equal": "judge.checks._values",
+    "RepeatStats": "judge.runs._repeats",
+    "pass_at_k": "judge.runs._repeats",
+    "pass_hat_k": "judge.runs._repeats",
+    "repeat_stats": "judge.runs._repeats",
     "JudgeEndpointError": "judge.endpoints._client",
     "RetryPolicy": "judge.endpoints._retry",
     "Judge": "judge.judging._grade",
@@ -78,12 +91,40 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from judge.cases._calls import Response, ToolCall
+    from judge.cases._case import Case, ExpectedCall, Labels, Tool
+    from judge.cases._loading import LoadedCases, iter_cases, load_cases
+    from judge.cases._match import Match
+    from judge.checks._check import check, check_case, iter_check
+    from judge.checks._env import (
+        Environment,
+        StateDiff,
+        StateEnvironment,
+        StateReport,
+        ToolFailed,
+        replay,
+    )
+    from judge.checks._grounding import UngroundedValue
+    from judge.checks._kinds import FailureKind
+    from judge.checks._outcome import (
+        Agreement,
+        ArgumentVerdict,
+        JudgeOutcome,
+        Provenance,
+        RubricRef,
+        SelectionVerdict,
+        Usage,
+    )
+    from judge.checks._result import CaseResult, CheckResults, Failure
+    from judge.checks._trajectory import TrajectoryReport
+    from judge.checks._values import ArgumentRule, Rules, json_equal
     from judge.endpoints._client import JudgeEndpointError
     from judge.endpoints._retry import RetryPolicy
     from judge.judging._grade import Judge, ReplyError, grade
     from judge.judging._rubric import Rubric, RubricError, RubricSet, load_rubrics
     from judge.runs._compare import Comparison, ModelStats, PairedDifference, compare_runs
     from judge.runs._records import RunRecord, read_runs
+    from judge.runs._repeats import RepeatStats, pass_at_k, pass_hat_k, repeat_stats
     from judge.service._app import create_app
     from judge.service._body import Limits
     from judge.service._schema import json_schema

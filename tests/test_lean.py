@@ -15,7 +15,8 @@ from judge._errors import CaseError
 from judge.cases._json import loads
 from judge.cases._lean import read_lean
 from judge.cases._loading import parse_case
-from judge.checks._check import check_case, check_plain
+from judge.checks._check import check_case
+from judge.checks._plain import check_plain
 from judge.checks._structure import SchemaCache
 
 REPO = Path(__file__).resolve().parent.parent

@@ -188,7 +188,7 @@ def test_small_assignments_are_as_optimal_as_scipy() -> None:
 
     from scipy.optimize import linear_sum_assignment
 
-    from judge.checks._check import _assign
+    from judge.checks._plain import _assign
 
     rng = random.Random(7)
     for _ in range(500):

@@ -7,7 +7,8 @@ from typing import Any
 
 from judge.cases._json import DecodeError, loads
 from judge.checks._check import iter_check
-from judge.checks._result import CaseResult, FailureKind
+from judge.checks._kinds import FailureKind
+from judge.checks._result import CaseResult
 from judge.checks._values import Rules
 
 CHECKS = ("tool_selection", "schema_valid", "argument_values")

@@ -13,12 +13,11 @@ Accepted shapes (all become `Response(content, tool_calls)`, raw argument text k
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from judge.cases._json import dumps
+from judge.cases._json import dumps, json_kind
 
 
 class ToolCall(BaseModel):
@@ -153,26 +152,3 @@ def _call(obj: dict[str, Any], key: str, ptr: str, call_id: Any, *, missing: str
         except TypeError as exc:
             raise ShapeError(f"{ptr}/{key}", f"arguments are not JSON data: {exc}") from None
     return ToolCall(name=name, arguments=raw, id=call_id if isinstance(call_id, str) else None)
-
-
-def json_kind(value: Any) -> str:
-    """What kind of JSON value this is, for messages: "an object", "an array", "null"..."""
-    return {
-        dict: "an object",
-        list: "an array",
-        tuple: "an array",
-        str: "a string",
-        bool: "a boolean",
-        type(None): "null",
-    }.get(type(value), "a number")
-
-
-def pointer(parts: Iterable[Any]) -> str:
-    """A JSON pointer (RFC 6901) from path parts."""
-    out = ""
-    for part in parts:
-        text = part if type(part) is str else str(part)
-        if "~" in text or "/" in text:
-            text = text.replace("~", "~0").replace("/", "~1")
-        out += "/" + text
-    return out

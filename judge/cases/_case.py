@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge.cases._calls import Response, ShapeError, normalise_response
+from judge.cases._form import MATCHER_KEYS, ExpectedBehavior, Label, is_matcher
 from judge.cases._json import DecodeError, loads
 from judge.cases._match import Match
 
-Label = Literal["correct", "incorrect"]
-ExpectedBehavior = Literal["call", "no_call", "ask"]
-
-_MATCHER_KEYS = frozenset(("$any", "$optional"))
 _NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -87,8 +84,8 @@ class ExpectedCall(BaseModel):
     def _check_matchers(cls, arguments: dict[str, Any]) -> dict[str, Any]:
         for key, value in arguments.items():
             if is_matcher(value):
-                if not value.keys() <= _MATCHER_KEYS:
-                    extra = sorted(value.keys() - _MATCHER_KEYS)
+                if not value.keys() <= MATCHER_KEYS:
+                    extra = sorted(value.keys() - MATCHER_KEYS)
                     raise ValueError(f"argument {key!r}: unknown matcher keys {extra}")
                 if "$any" in value and not isinstance(value["$any"], list):
                     raise ValueError(f"argument {key!r}: $any must be a list of values")
@@ -149,8 +146,3 @@ class Case(BaseModel):
     def tool_calls(self) -> tuple[Any, ...]:
         """The candidate's calls (empty when there is no response)."""
         return self.response.tool_calls if self.response is not None else ()
-
-
-def is_matcher(value: Any) -> bool:
-    """Whether an expected argument value is `{"$any": [...]}` / `{"$optional": ...}`."""
-    return isinstance(value, dict) and ("$any" in value or "$optional" in value)

@@ -1,10 +1,14 @@
-"""The files this package writes: replaced whole (a crash midway leaves the old content, never
-half of the new), and the per-user folder that holds its cache and the embedded model."""
+"""Files: the case files this package reads, the files it writes (replaced whole: a crash
+midway leaves the old content, never half of the new), and the per-user folder that holds its
+cache and the embedded model."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO
+
+from judge._errors import InputError
 
 
 def write_atomically(path: str | Path, data: bytes) -> None:
@@ -23,3 +27,13 @@ def default_cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tool-call-judge"
+
+
+def open_cases(path: str) -> BinaryIO:
+    """A JSONL file opened to read its lines; `InputError` when it cannot be."""
+    try:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a JSON Lines file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read cases: {exc.strerror or exc}") from None

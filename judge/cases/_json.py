@@ -9,7 +9,7 @@ integers orjson cannot write.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -39,3 +39,26 @@ def dumps(
         return orjson.dumps(value, default=default, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
     except orjson.JSONEncodeError:
         return msgspec.json.encode(value, enc_hook=default, order="sorted" if sort_keys else None)
+
+
+def json_kind(value: Any) -> str:
+    """What kind of JSON value this is, for messages: "an object", "an array", "null"..."""
+    return {
+        dict: "an object",
+        list: "an array",
+        tuple: "an array",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+    }.get(type(value), "a number")
+
+
+def pointer(parts: Iterable[Any]) -> str:
+    """A JSON pointer (RFC 6901) from path parts."""
+    out = ""
+    for part in parts:
+        text = part if type(part) is str else str(part)
+        if "~" in text or "/" in text:
+            text = text.replace("~", "~0").replace("/", "~1")
+        out += "/" + text
+    return out

@@ -14,12 +14,11 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from judge.cases._case import ExpectedBehavior, Label
+from judge.cases._form import MATCHER_KEYS, ExpectedBehavior, Label
 from judge.cases._json import loads
 
 _NULL = b"null"
 _NO_PARAMETERS = b'{"type":"object","properties":{}}'
-_MATCHER_KEYS = frozenset(("$any", "$optional"))
 
 
 class Called(Protocol):
@@ -220,7 +219,7 @@ def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
 
 def _good_matcher(value: dict[str, Any]) -> bool:
     return (
-        value.keys() <= _MATCHER_KEYS
+        value.keys() <= MATCHER_KEYS
         and isinstance(value.get("$any", []), list)
         and isinstance(value.get("$optional", False), bool)
     )

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import ValidationError
 
-from judge._errors import CaseError, InputError
-from judge.cases._calls import ShapeError, json_kind
-from judge.cases._calls import pointer as json_pointer
+from judge._errors import CaseError
+from judge.cases._calls import ShapeError
 from judge.cases._case import Case
-from judge.cases._json import DecodeError, loads
+from judge.cases._files import open_cases
+from judge.cases._json import DecodeError, json_kind, loads
+from judge.cases._json import pointer as json_pointer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,16 +115,6 @@ def iter_lines(path: str | PathLike[str]) -> Iterator[tuple[bytes, Case | CaseEr
         return
     with open_cases(name) as stream:
         yield from _iter_lines(stream, name)
-
-
-def open_cases(path: str) -> BinaryIO:
-    """A JSONL file opened to read its lines; `InputError` when it cannot be."""
-    try:
-        return open(path, "rb")  # noqa: SIM115 - the caller closes it
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a JSON Lines file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read cases: {exc.strerror or exc}") from None
 
 
 def iter_stream(stream: BinaryIO, name: str) -> Iterator[Case | CaseError]:

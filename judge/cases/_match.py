@@ -13,21 +13,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-MatchMode = Literal["strict", "unordered", "subset", "superset"]
-ArgsMode = Literal["exact", "ignore", "subset", "superset"]
-MATCH_MODES: tuple[str, ...] = get_args(MatchMode)
-ARGS_MODES: tuple[str, ...] = get_args(ArgsMode)
-
-ArgsCompare = Callable[[dict[str, Any], dict[str, Any]], bool]
-"""`compare(candidate_arguments, reference_arguments)`: True when the arguments are acceptable.
-The reference arguments are passed as written, `$any`/`$optional` matchers included."""
+from judge.cases._form import ARGS_MODES, ArgsCompare, ArgsMode, MatchMode
 
 Override = ArgsMode | list[str] | SkipJsonSchema[ArgsCompare]
 

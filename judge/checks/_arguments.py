@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.cases._calls import pointer
-from judge.cases._json import dumps
+from judge.cases._form import ArgsCompare, ArgsMode
+from judge.cases._json import dumps, pointer
 from judge.cases._lean import Expected
-from judge.cases._match import ArgsCompare, ArgsMode
-from judge.checks._result import FailureKind
+from judge.checks._kinds import FailureKind
 from judge.checks._values import ArgumentRule, Rules, json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message

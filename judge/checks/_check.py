@@ -2,38 +2,25 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cache
-from itertools import permutations
-from math import perm
-from operator import getitem
+from collections.abc import Iterator
 from typing import Any
 
 from judge._errors import CaseError
 from judge.cases._calls import ShapeError
-from judge.cases._case import Case, Tool
-from judge.cases._lean import Called, Expected, LeanCase, LeanTool
+from judge.cases._case import Case
+from judge.cases._lean import Called
 from judge.cases._loading import fallback_id, iter_cases
 from judge.cases._match import Match
-from judge.checks._arguments import Fault, Problem, describe, faults, show
+from judge.checks._arguments import Problem, show
 from judge.checks._env import EnvironmentFactory, StateReport, load_factory, replay
-from judge.checks._result import CaseResult, CheckResults, Failure, FailureKind
-from judge.checks._structure import SchemaCache, parse_arguments
-from judge.checks._trajectory import (
-    TrajectoryCall,
-    TrajectoryReport,
-    out_of_order,
-    trajectory_calls,
-)
+from judge.checks._kinds import FailureKind
+from judge.checks._plain import compare, in_call_order, structure, verdicts
+from judge.checks._result import CaseResult, CheckResults, Failure
+from judge.checks._structure import SchemaCache
+from judge.checks._trajectory import TrajectoryCall, TrajectoryReport, trajectory_calls
 from judge.checks._values import Rules
 
-_EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
-_UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
 _DEFAULT_MATCH = Match()
-_at: Callable[[list[int], int], int] = getitem
-_KIND_NAMES = {kind: kind.value for kind in FailureKind}
 
 
 def check(
@@ -109,7 +96,7 @@ def check_case(
         located = [(call, "") for call in case.tool_calls]
     calls = [call for call, _ in located]
     tools = {tool.name: tool for tool in case.tools}
-    parsed, problems, schema_valid = _structure(calls, tools, schemas)
+    parsed, problems, schema_valid = structure(calls, tools, schemas)
 
     expected = case.expected_calls
     state: StateReport | None = None
@@ -133,7 +120,7 @@ def check_case(
         return _result(case, None, schema_valid, None, passed, problems, path_only, state)
 
     how = settings or _DEFAULT_MATCH
-    compared = _compare([c.name for c in calls], parsed, expected, how, rules)
+    compared = compare([c.name for c in calls], parsed, expected, how, rules)
     problems.extend(compared.problems)
     report = None
     if how.mode is not None:
@@ -147,178 +134,16 @@ def check_case(
             out_of_order=tuple(compared.out_of_order),
             ignored=tuple(compared.ignored),
         )
-    selection, argument_values, passed = _verdicts(compared, bool(expected), how, schema_valid)
+    selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
     if state is not None:  # both must hold; a reference that cannot be replayed: unknown
         passed = None if state.equal is None else passed and state.equal
     return _result(case, selection, schema_valid, argument_values, passed, problems, report, state)
-
-
-def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
-    """What `check_case(case).to_json_dict()` gives for the same case read as a `Case`, with
-    no match settings, rules or environment, built without the result models: the hot path
-    of `judge check`."""
-    calls = case.tool_calls
-    parsed, problems, schema_valid = _structure(calls, case.tools, schemas)
-    expected = case.expected_calls
-    selection = argument_values = passed = None
-    if expected is not None:
-        how = _DEFAULT_MATCH
-        compared = _compare([call.name for call in calls], parsed, expected, how, None)
-        problems.extend(compared.problems)
-        selection, argument_values, passed = _verdicts(compared, bool(expected), how, schema_valid)
-    return {
-        "id": case.id,
-        "tool_selection": selection,
-        "schema_valid": schema_valid,
-        "argument_values": argument_values,
-        "passed": passed,
-        "failures": [
-            {"call": call, "kind": _KIND_NAMES[kind], "path": path, "message": message}
-            for call, (kind, path, message) in _in_call_order(problems)
-        ],
-    }
-
-
-def _verdicts(
-    compared: _Compared, any_expected: bool, how: Match, schema_valid: bool | None
-) -> tuple[bool, bool | None, bool]:
-    """`tool_selection`, `argument_values` and `passed` of a case with expected calls."""
-    selection = compared.selection
-    in_order = not compared.out_of_order
-    structure_ok = schema_valid is not False
-    if not any_expected:
-        return selection, None, selection and in_order
-    if how.arguments == "ignore" and not how.overrides:
-        return selection, None, selection and in_order and structure_ok
-    argument_values = structure_ok and selection and compared.values_ok
-    return selection, argument_values, argument_values and in_order
-
-
-def _in_call_order(
-    problems: list[tuple[int | None, Problem]],
-) -> list[tuple[int | None, Problem]]:
-    """Failures of the first call first, those of no call last (stable otherwise)."""
-    if len(problems) > 1:
-        problems.sort(key=lambda p: (p[0] is None, p[0] or 0))
-    return problems
 
 
 def _located(located: list[tuple[Called, str]]) -> tuple[TrajectoryCall, ...]:
     return tuple(
         TrajectoryCall(index=i, name=call.name, source=source)
         for i, (call, source) in enumerate(located)
-    )
-
-
-def _structure(
-    calls: Sequence[Called], tools: Mapping[str, Tool | LeanTool], schemas: SchemaCache
-) -> tuple[list[dict[str, Any] | None], list[tuple[int | None, Problem]], bool | None]:
-    """Parse every call's arguments and validate them against its tool's schema (`tools` by
-    name)."""
-    problems: list[tuple[int | None, Problem]] = []
-    parsed: list[dict[str, Any] | None] = []
-    all_valid = True
-    for index, call in enumerate(calls):
-        arguments, why = parse_arguments(call.arguments)
-        parsed.append(arguments)
-        valid = arguments is not None
-        if arguments is None:
-            problems.append((index, (FailureKind.INVALID_JSON, "", why)))
-        tool = tools.get(call.name)
-        if tool is None:
-            valid = False
-            problems.append((index, (FailureKind.UNKNOWN_NAME, "", _unknown(call.name, tools))))
-        elif arguments is not None:
-            errors, broken = schemas.errors(tool, arguments)
-            if broken is not None:
-                problems.append((index, (FailureKind.INVALID_SCHEMA, "", broken)))
-            for path, message in errors:
-                problems.append((index, (FailureKind.SCHEMA_MISMATCH, path, message)))
-            valid = valid and broken is None and not errors
-        all_valid = all_valid and valid
-    return parsed, problems, (all_valid if calls else None)
-
-
-@dataclass
-class _Compared:
-    pairs: list[tuple[int, int]]
-    missing: list[int]
-    extra: list[int]
-    out_of_order: list[int]
-    ignored: list[int]
-    selection: bool
-    values_ok: bool
-    problems: list[tuple[int | None, Problem]]
-
-
-def _compare(
-    names: list[str],
-    parsed: list[dict[str, Any] | None],
-    expected: Sequence[Expected],
-    how: Match,
-    rules: Rules | None,
-) -> _Compared:
-    """Pair calls with reference calls and say what the match mode makes of the rest."""
-    one = len(names) == 1 == len(expected) and names[0] == expected[0].name
-    if one and names[0] not in how.ignore_tools:  # the common case: one call, to the tool expected
-        wrong = faults(parsed[0], expected[0], how.args_for(names[0]), rules)
-        said: list[tuple[int | None, Problem]] = [(0, describe(f)) for f in wrong or ()]
-        return _Compared([(0, 0)], [], [], [], [], True, not said, said)
-    skip = set(how.ignore_tools)
-    if skip:
-        call_ids = [i for i, name in enumerate(names) if name not in skip]
-        exp_ids = [i for i, exp in enumerate(expected) if exp.name not in skip]
-    else:
-        call_ids, exp_ids = list(range(len(names))), list(range(len(expected)))
-    pairs, unpaired_calls, unpaired_expected = _pair(
-        names, parsed, expected, call_ids, exp_ids, how, rules
-    )
-    mode = how.mode
-    extra = unpaired_calls if mode != "superset" else []
-    missing = unpaired_expected if mode != "subset" else []
-    problems: list[tuple[int | None, Problem]] = []
-    values_ok = True
-    for call_index, _, found in pairs:
-        values_ok = values_ok and not found
-        problems.extend((call_index, p) for p in found)
-    if extra and missing and len(call_ids) == len(exp_ids):
-        for call_index, exp_index in zip(extra, missing, strict=True):
-            message = f"called {names[call_index]!r}, expected {expected[exp_index].name!r}"
-            problems.append((call_index, (FailureKind.WRONG_TOOL, "", message)))
-    else:
-        for exp_index in missing:
-            message = f"expected a call to {expected[exp_index].name!r}, none made"
-            problems.append(
-                (None, (FailureKind.MISSING_CALL, f"/expected_calls/{exp_index}", message))
-            )
-        for call_index in extra:
-            message = (
-                f"call to {names[call_index]!r} was not expected"
-                if expected
-                else f"no tool call was expected, got {names[call_index]!r}"
-            )
-            problems.append((call_index, (FailureKind.UNEXPECTED_CALL, "", message)))
-    matched = [(c, e) for c, e, _ in pairs]
-    late = out_of_order(matched) if mode == "strict" else []
-    if late:
-        order = " -> ".join(expected[e].name for e in exp_ids)
-        paired_with = dict(matched)
-        for call_index in late:
-            e = paired_with[call_index]
-            message = (
-                f"call to {names[call_index]!r} is out of order: it is step "
-                f"{exp_ids.index(e) + 1} of {order} (/expected_calls/{e})"
-            )
-            problems.append((call_index, (FailureKind.WRONG_ORDER, "", message)))
-    return _Compared(
-        pairs=matched,
-        missing=missing,
-        extra=extra,
-        out_of_order=late,
-        ignored=[i for i, name in enumerate(names) if name in skip],
-        selection=not extra and not missing,
-        values_ok=values_ok,
-        problems=problems,
     )
 
 
@@ -361,7 +186,7 @@ def _result(
 ) -> CaseResult:
     failures = tuple(
         Failure(call=call, kind=kind, path=path, message=message)
-        for call, (kind, path, message) in _in_call_order(problems)
+        for call, (kind, path, message) in in_call_order(problems)
     )
     return CaseResult(
         id=case.id,
@@ -375,126 +200,3 @@ def _result(
     )
 
 
-def _pair(
-    names: list[str],
-    parsed: list[dict[str, Any] | None],
-    expected: Sequence[Expected],
-    call_ids: list[int],
-    exp_ids: list[int],
-    how: Match,
-    rules: Rules | None,
-) -> tuple[list[tuple[int, int, list[Problem]]], list[int], list[int]]:
-    """Match calls to expected calls of the same name with an optimal assignment (fewest
-    argument faults, then closest in order), never greedily. Returns the pairs with their
-    problems, and the calls and expected calls left unpaired."""
-    calls_by_name: dict[str, list[int]] = {}
-    for index in call_ids:
-        calls_by_name.setdefault(names[index], []).append(index)
-    expected_by_name: dict[str, list[int]] = {}
-    for index in exp_ids:
-        expected_by_name.setdefault(expected[index].name, []).append(index)
-
-    pairs: list[tuple[int, int, list[Problem]]] = []
-    extra: list[int] = []
-    missing = [
-        e for name, ids in expected_by_name.items() if name not in calls_by_name for e in ids
-    ]
-    for name, mine in calls_by_name.items():
-        theirs = expected_by_name.get(name)
-        if theirs is None:
-            extra.extend(mine)
-            continue
-        compare = how.args_for(name)
-        if len(mine) == 1 == len(theirs):  # the common case: one call, one reference call
-            found = faults(parsed[mine[0]], expected[theirs[0]], compare, rules)
-            pairs.append((mine[0], theirs[0], [describe(fault) for fault in found or ()]))
-            continue
-        known: dict[tuple[int, int], list[Fault] | None] = {}
-        if len(mine) == len(theirs) and _in_place(mine, len(names), theirs, len(expected)):
-            # Each call at its reference call's place: when none has a fault, pairing them in
-            # order costs nothing, so it is the least-cost pairing (and the first one tried).
-            for a, (c, e) in enumerate(zip(mine, theirs, strict=True)):
-                known[a, a] = faults(parsed[c], expected[e], compare, rules)
-            if not any(known.values()) and None not in known.values():
-                pairs.extend((c, e, []) for c, e in zip(mine, theirs, strict=True))
-                continue
-        table = [
-            [
-                known[a, b] if (a, b) in known else faults(parsed[c], expected[e], compare, rules)
-                for b, e in enumerate(theirs)
-            ]
-            for a, c in enumerate(mine)
-        ]
-        # Ties in faults go to the calls whose place in the trajectory is nearest their
-        # reference call's place in the reference.
-        scale = 100 * min(len(mine), len(theirs)) + 1
-        at = [c / max(len(names) - 1, 1) for c in mine]  # relative places, as `_distance`
-        want = [e / max(len(expected) - 1, 1) for e in theirs]
-        costs = [
-            [
-                (_UNPARSEABLE if f is None else len(f)) * scale + round(100 * abs(place - w))
-                for f, w in zip(row, want, strict=True)
-            ]
-            for place, row in zip(at, table, strict=True)
-        ]
-        chosen = _assign(costs)
-        for a, b in chosen:
-            found = table[a][b]
-            pairs.append((mine[a], theirs[b], [describe(fault) for fault in found or ()]))
-        paired_calls = {a for a, _ in chosen}
-        paired_expected = {b for _, b in chosen}
-        extra.extend(c for a, c in enumerate(mine) if a not in paired_calls)
-        missing.extend(e for b, e in enumerate(theirs) if b not in paired_expected)
-    if len(pairs) > 1:
-        pairs.sort(key=lambda p: p[0])
-    extra.sort()
-    missing.sort()
-    return pairs, extra, missing
-
-
-def _in_place(calls: list[int], n_calls: int, expected: list[int], n_expected: int) -> bool:
-    """Whether each call is at no distance from the reference call at its position."""
-    return all(
-        _distance(c, n_calls, e, n_expected) == 0 for c, e in zip(calls, expected, strict=True)
-    )
-
-
-def _distance(call: int, calls: int, expected: int, expecteds: int) -> int:
-    """How far apart two relative places are, in hundredths."""
-    return round(100 * abs(call / max(calls - 1, 1) - expected / max(expecteds - 1, 1)))
-
-
-def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
-    """Row-column pairs of least total cost (as many pairs as the smaller side)."""
-    rows, cols = len(cost), len(cost[0])
-    if perm(max(rows, cols), min(rows, cols)) <= _EXHAUSTIVE:
-        # Trying every pairing of a few calls is exact and spares scipy's start-up (~0.3 s).
-        # The first least-cost pairing in the order of `permutations` wins a tie.
-        if rows <= cols:
-            options = _orders(cols, rows)
-            totals = [sum(map(_at, cost, p)) for p in options]
-            return list(enumerate(options[totals.index(min(totals))]))
-        by_col = [list(col) for col in zip(*cost, strict=True)]
-        options = _orders(rows, cols)
-        totals = [sum(map(_at, by_col, p)) for p in options]
-        return [(row, col) for col, row in enumerate(options[totals.index(min(totals))])]
-    from scipy.optimize import linear_sum_assignment
-
-    picked_rows, picked_cols = linear_sum_assignment(cost)
-    return [(int(r), int(c)) for r, c in zip(picked_rows, picked_cols, strict=True)]
-
-
-@cache
-def _orders(n: int, k: int) -> tuple[tuple[int, ...], ...]:
-    """Every ordered choice of `k` of `range(n)`, in the order of `permutations`."""
-    return tuple(permutations(range(n), k))
-
-
-def _unknown(name: str, tools: Mapping[str, Any]) -> str:
-    message = f"{name!r} is not one of the case's tools"
-    if name.strip() in tools:
-        return message + f" (note the whitespace; the tool is {name.strip()!r})"
-    close = difflib.get_close_matches(name, list(tools), n=1)
-    if close:
-        return message + f" (did you mean {close[0]!r}?)"
-    return message + f" ({', '.join(sorted(tools)) or 'no tools were offered'})"

@@ -17,8 +17,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from judge.cases._calls import pointer
-from judge.cases._case import Case, ExpectedCall, is_matcher
+from judge.cases._case import Case, ExpectedCall
+from judge.cases._form import is_matcher
+from judge.cases._json import pointer
 from judge.cases._match import load_object
 from judge.checks._values import json_equal
 

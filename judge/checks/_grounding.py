@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from judge.cases._calls import pointer
 from judge.cases._case import Case
+from judge.cases._json import pointer
 from judge.checks._structure import parse_arguments
 
 _SPACES = re.compile(r"\s+")

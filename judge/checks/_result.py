@@ -2,47 +2,18 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from judge.checks._env import StateReport
 from judge.checks._grounding import UngroundedValue
+from judge.checks._kinds import FailureKind
 from judge.checks._outcome import JudgeOutcome
 from judge.checks._trajectory import TrajectoryReport
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-class FailureKind(StrEnum):
-    """Why a call (or a case) failed. Shared by the deterministic checks and the judge."""
-
-    INVALID_JSON = "InvalidJson"
-    """The arguments are not JSON, or not a JSON object."""
-    UNKNOWN_NAME = "UnknownName"
-    """The name is not among the case's tools (exact match)."""
-    SCHEMA_MISMATCH = "SchemaMismatch"
-    """The arguments break the tool's own JSON Schema (Draft 7)."""
-    INVALID_SCHEMA = "InvalidSchema"
-    """The tool's own schema is broken, so its calls cannot be validated."""
-    MISSING_CALL = "MissingCall"
-    """An expected call was not made."""
-    UNEXPECTED_CALL = "UnexpectedCall"
-    """A call was made that was not expected (any call when none was)."""
-    WRONG_TOOL = "WrongTool"
-    """As many calls as expected, but a name differs."""
-    WRONG_VALUE = "WrongValue"
-    """An argument's value is not an acceptable one."""
-    MISSING_ARGUMENT = "MissingArgument"
-    """An expected, non-optional argument was left out."""
-    WRONG_ORDER = "WrongOrder"
-    """`strict` trajectories: a call matches a reference call but comes in another order."""
-    STATE_MISMATCH = "StateMismatch"
-    """Replayed into an environment, the calls reach another state than the reference's."""
-    INVALID_CASE = "InvalidCase"
-    """The case itself could not be read (or its reference not replayed); nothing was graded."""
 
 
 class Failure(BaseModel):

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from jsonschema_rs import Draft7Validator, ValidationError
 from jsonschema_rs import ValidationErrorKind as Kind
 
-from judge.cases._calls import json_kind, pointer
-from judge.cases._case import Tool
-from judge.cases._json import DecodeError, decoder, dumps
+from judge.cases._json import DecodeError, decoder, dumps, json_kind, pointer
 from judge.cases._lean import LeanTool
+
+if TYPE_CHECKING:
+    from judge.cases._case import Tool
 
 _CACHE_LIMIT = 4096
 _decode = decoder.decode

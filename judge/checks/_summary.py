@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, fields
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from judge.checks._outcome import JudgeOutcome
-from judge.checks._result import CaseResult, FailureKind
+from judge.checks._kinds import FailureKind
+
+if TYPE_CHECKING:
+    from judge.checks._outcome import JudgeOutcome
+    from judge.checks._result import CaseResult
 
 _CHECKS = ("tool_selection", "schema_valid", "argument_values")
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from pydantic import BaseModel, ConfigDict
 
 from judge.cases._calls import ShapeError, ToolCall, normalise_response
 from judge.cases._case import Case
-from judge.cases._match import ArgsMode, MatchMode
+from judge.cases._form import ArgsMode, MatchMode
 
 
 class TrajectoryCall(BaseModel):
@@ -66,27 +64,3 @@ def trajectory_calls(case: Case) -> list[tuple[ToolCall, str]]:
 def response_offset(case: Case, trajectory: TrajectoryReport | None) -> int:
     """The trajectory index of the response's first call (0 without a trajectory)."""
     return len(trajectory.calls) - len(case.tool_calls) if trajectory is not None else 0
-
-
-def out_of_order(pairs: list[tuple[int, int]]) -> list[int]:
-    """The calls of `(call, expected)` pairs that break the reference order: those outside a
-    longest run of pairs whose expected indices increase with the call indices."""
-    ordered = sorted(pairs)
-    tails: list[int] = []  # tails[k]: smallest expected index ending an increasing run of k+1
-    tail_at: list[int] = []  # position in `ordered` of that tail
-    parent: list[int] = [-1] * len(ordered)
-    for position, (_, expected) in enumerate(ordered):
-        k = bisect_left(tails, expected)
-        if k == len(tails):
-            tails.append(expected)
-            tail_at.append(position)
-        else:
-            tails[k] = expected
-            tail_at[k] = position
-        parent[position] = tail_at[k - 1] if k else -1
-    keep: set[int] = set()
-    position = tail_at[-1] if tail_at else -1
-    while position >= 0:
-        keep.add(position)
-        position = parent[position]
-    return [ordered[p][0] for p in range(len(ordered)) if p not in keep]

@@ -7,12 +7,15 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from judge.checks._result import CaseResult, FailureKind
+from judge.checks._kinds import FailureKind
 from judge.checks._summary import Summary
+
+if TYPE_CHECKING:
+    from judge.checks._result import CaseResult
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_UNREADABLE = 2

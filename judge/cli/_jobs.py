@@ -13,17 +13,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from judge._errors import CaseError, JudgeError
 from judge.cases._json import dumps
 from judge.cases._lean import read_lean
-from judge.cases._loading import read_line
-from judge.cases._match import Match
-from judge.checks._check import check_case, check_plain, invalid_case_result
-from judge.checks._env import EnvironmentFactory
+from judge.checks._plain import check_plain
 from judge.checks._structure import SchemaCache
 from judge.checks._summary import Summary
-from judge.cli._common import invalid_messages
-from judge.cli._matching import trajectory_from
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+    from judge.cases._match import Match
+    from judge.checks._env import EnvironmentFactory
 
 CHUNK_LINES = 1000
 MANY_LINES = 4000
@@ -72,18 +70,35 @@ def check_chunk(
             data = check_plain(lean, schemas)
             done.summary.add_json(data)
         else:
-            item = read_line(raw, source=source, line=number)
-            if isinstance(item, CaseError):
-                result = invalid_case_result(item)
-            else:
-                result = check_case(item, schemas=schemas, match=settings, env=factory)
-            done.invalid += invalid_messages(result)
-            done.summary.add(result)
-            data = result.to_json_dict()
+            data = _check_whole(source, number, raw, settings, factory, schemas, done)
         out.append(dumps(data))
         out.append(b"\n")
     done.output = b"".join(out)
     return done
+
+
+def _check_whole(
+    source: str,
+    number: int,
+    raw: bytes,
+    settings: Match | None,
+    factory: EnvironmentFactory | None,
+    schemas: SchemaCache,
+    done: Checked,
+) -> dict[str, Any]:
+    """Grade a line read as a `Case` (the models load with the first such line)."""
+    from judge.cases._loading import read_line
+    from judge.checks._check import check_case, invalid_case_result
+    from judge.cli._common import invalid_messages
+
+    item = read_line(raw, source=source, line=number)
+    if isinstance(item, CaseError):
+        result = invalid_case_result(item)
+    else:
+        result = check_case(item, schemas=schemas, match=settings, env=factory)
+    done.invalid += invalid_messages(result)
+    done.summary.add(result)
+    return result.to_json_dict()
 
 
 class InProcess:
@@ -151,6 +166,8 @@ _worker: dict[str, Any] = {}
 
 def _start(options: dict[str, Any]) -> None:
     # The options were checked by the parent already: in a worker they load the same way.
+    from judge.cli._matching import trajectory_from
+
     settings, factory = trajectory_from(dict(options))
     _worker.update(settings=settings, factory=factory, schemas=SchemaCache())
 

@@ -17,7 +17,7 @@ from typing import IO, Any
 import click
 
 from judge._errors import InputError
-from judge.cases._loading import open_cases
+from judge.cases._files import open_cases
 from judge.checks._summary import Summary
 from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,

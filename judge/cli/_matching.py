@@ -1,14 +1,18 @@
-"""The command-line options that set how strictly trajectories are matched."""
+"""The command-line options that set how strictly trajectories are matched (the models load
+only when one is given)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from judge.cases._match import ARGS_MODES, MATCH_MODES, Match, parse_override
-from judge.checks._env import EnvironmentFactory, load_factory
+from judge.cases._form import ARGS_MODES, MATCH_MODES
 from judge.cli._common import stack_options
+
+if TYPE_CHECKING:
+    from judge.cases._match import Match
+    from judge.checks._env import EnvironmentFactory
 
 judge_trajectory_option = click.option(
     "--trajectory",
@@ -66,6 +70,10 @@ def match_settings(
     ignore_tools: tuple[str, ...],
 ) -> Match | None:
     """The run's match settings from the options, or None when none was given."""
+    if mode is None and args_match is None and not overrides and not ignore_tools:
+        return None
+    from judge.cases._match import Match, parse_override
+
     given: dict[str, Any] = {}
     if mode is not None:
         given["mode"] = mode
@@ -75,7 +83,7 @@ def match_settings(
         given["overrides"] = dict(parse_override(text) for text in overrides)
     if ignore_tools:
         given["ignore_tools"] = ignore_tools
-    return Match(**given) if given else None
+    return Match(**given)
 
 
 def trajectory_from(options: dict[str, Any]) -> tuple[Match | None, EnvironmentFactory | None]:
@@ -89,4 +97,8 @@ def trajectory_from(options: dict[str, Any]) -> tuple[Match | None, EnvironmentF
         options.pop("ignore_tools"),
     )
     env = options.pop("env")
-    return settings, (load_factory(env) if env else None)
+    if not env:
+        return settings, None
+    from judge.checks._env import load_factory
+
+    return settings, load_factory(env)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, TypeVar
 
+from judge.checks._kinds import FailureKind
 from judge.checks._outcome import (
     Agreement,
     ArgumentProblem,
@@ -15,7 +16,7 @@ from judge.checks._outcome import (
     SelectionVerdict,
     TrajectoryVerdict,
 )
-from judge.checks._result import CaseResult, Failure, FailureKind
+from judge.checks._result import CaseResult, Failure
 
 DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
     FailureKind.INVALID_JSON: "invalid_json",

@@ -7,7 +7,8 @@ from typing import Any
 from judge.cases._calls import ToolCall
 from judge.cases._case import Case
 from judge.cases._json import dumps
-from judge.checks._result import CaseResult, Failure, FailureKind
+from judge.checks._kinds import FailureKind
+from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import parse_arguments
 from judge.checks._trajectory import response_offset, trajectory_calls
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from judge.cases._case import Case
+from judge.checks._kinds import FailureKind
 from judge.checks._outcome import ArgumentVerdict, SelectionVerdict, TrajectoryVerdict
-from judge.checks._result import CaseResult, Failure, FailureKind
+from judge.checks._result import CaseResult, Failure
 from judge.judging._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
 from judge.judging._prompt import response_failures, rubric_variables, trajectory_steps
 from judge.judging._replies import arguments_schema, selection_schema, trajectory_schema

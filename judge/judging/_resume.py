@@ -12,8 +12,9 @@ from pydantic import ValidationError
 from judge._errors import InputError
 from judge.cases._files import write_atomically
 from judge.cases._loading import first_error
+from judge.checks._kinds import FailureKind
 from judge.checks._outcome import JudgeOutcome
-from judge.checks._result import CaseResult, FailureKind
+from judge.checks._result import CaseResult
 
 _DONE = ("ok", "skipped")
 

@@ -16,9 +16,8 @@ from fastapi import HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
 from judge._errors import CaseError
-from judge.cases._calls import json_kind
 from judge.cases._case import Case
-from judge.cases._json import DecodeError, loads
+from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._loading import iter_stream, parse_case
 
 NDJSON = "application/x-ndjson"

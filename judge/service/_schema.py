@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from judge.calibrate._record import CalibrationRecord
 from judge.cases._case import Case
-from judge.cases._match import MATCH_MODES
+from judge.cases._form import MATCH_MODES
 from judge.checks._result import CaseResult
 
 SchemaName = Literal["case", "result", "calibration"]
