@@ -25,6 +25,7 @@ FAILING = case(
     [{"name": "get_weather", "arguments": {"city": "Paris"}}],
 ) | {"id": "fail"}
 UNGRADED = case([call("get_weather", {"city": "Rome"})]) | {"id": "ungraded"}
+FAILING_CALL = {"name": "get_weather", "arguments": {"city": "Rome"}}  # a plain list's call
 
 
 def write(path: Path, rows: list[Any]) -> Path:
@@ -162,3 +163,27 @@ def test_check_loads_neither_the_openai_sdk_nor_fastapi(tmp_path: Path) -> None:
     )
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 9
+
+
+def test_check_reads_cases_of_the_common_form_without_the_models(tmp_path: Path) -> None:
+    # The check path's start-up: lines in the common form never load pydantic; the first line
+    # in another form does, and is graded the same way.
+    probe = (
+        "import sys, runpy; sys.argv = ['judge', 'check', sys.argv[1], '-o', sys.argv[2]]\n"
+        "try:\n    runpy.run_module('judge', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('pydantic' in sys.modules)"
+    )
+    lean = write(tmp_path / "lean.jsonl", [PASSING, FAILING, UNGRADED])
+    other = write(tmp_path / "other.jsonl", [PASSING, FAILING | {"response": [FAILING_CALL]}])
+    loaded = []
+    for cases in (lean, other):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(cases), str(tmp_path / "out.jsonl")],
+            capture_output=True,
+            text=True,
+        )
+        loaded.append(done.stdout.strip().splitlines()[-1])
+        results = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+        assert [r["passed"] for r in results][:2] == [True, False], done.stderr
+    assert loaded == ["False", "True"]

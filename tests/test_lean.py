@@ -161,3 +161,14 @@ def test_big_integers_stay_exact_on_the_lean_path() -> None:
     result = check_plain(lean, SchemaCache())
     assert result["passed"] is False
     assert [f["kind"] for f in result["failures"]] == ["WrongValue"]
+
+
+def test_the_default_settings_are_those_of_an_empty_match() -> None:
+    from judge.cases._match import Match
+    from judge.checks._plain import DEFAULT
+
+    empty = Match()
+    for settings in (DEFAULT, empty):
+        assert settings.mode is None and settings.ignore_tools == () and not settings.overrides
+    assert DEFAULT.arguments == empty.arguments
+    assert DEFAULT.args_for("any_tool") == empty.args_for("any_tool")
