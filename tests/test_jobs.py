@@ -122,3 +122,20 @@ def test_a_file_is_cut_into_spans_of_whole_lines(
         assert span.start == 0 or text[span.start - 1 : span.start] == b"\n"
         assert text[span.start :].split(b"\n")[0] == lines[span.first - 1]
     assert all(text[s.start : s.end].count(b"\n") == 7 for s in spans[:-1])
+
+
+@pytest.mark.parametrize(
+    "text", [b"", b"a\n", b"a", b"a\nb\n\n\r\n c \nd", b"x\n" * 21, b" \n" * 3]
+)
+def test_a_file_mapped_gives_the_lines_a_pipe_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes
+) -> None:
+    import io
+
+    monkeypatch.setattr(_jobs, "CHUNK_LINES", 7)
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(text)
+    with path.open("rb") as handle:
+        mapped = [[(n, raw.rstrip(b"\n")) for n, raw in c] for c in _jobs._chunks(handle)]
+    piped = [[(n, raw.rstrip(b"\n")) for n, raw in c] for c in _jobs._chunks(io.BytesIO(text))]
+    assert mapped == piped

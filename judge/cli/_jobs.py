@@ -212,15 +212,45 @@ def _spans(stream: BinaryIO) -> Iterator[Span]:
 
 
 def _chunks(stream: BinaryIO) -> Iterator[list[tuple[int, bytes]]]:
+    """The numbered non-blank lines of `stream`, `CHUNK_LINES` at a time (a file's read through
+    a memory map: about half the cost of reading it line by line)."""
+    lines = _mapped_lines(stream) or _read_lines(stream)
     chunk: list[tuple[int, bytes]] = []
-    for number, raw in enumerate(stream, start=1):
-        if not raw.isspace():  # the line end stays: JSON readers take it as whitespace
+    for number, raw in enumerate(lines, start=1):
+        if raw and not raw.isspace():  # a line end stays: JSON readers take it as whitespace
             chunk.append((number, raw))
             if len(chunk) == CHUNK_LINES:
                 yield chunk
                 chunk = []
     if chunk:
         yield chunk
+
+
+def _read_lines(stream: BinaryIO) -> Iterator[bytes]:
+    yield from stream
+
+
+def _mapped_lines(stream: BinaryIO) -> Iterator[bytes] | None:
+    """The lines of the rest of a regular file, without their line feeds; None for a pipe or
+    anything else that cannot be mapped."""
+    import mmap
+
+    try:
+        start = stream.tell()
+        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, AttributeError):  # a pipe, an empty file, not a file
+        return None
+    return _lines_of(mapped, start)
+
+
+def _lines_of(mapped: Any, start: int) -> Iterator[bytes]:
+    with mapped:
+        find, at = mapped.find, start
+        while (end := find(b"\n", at)) >= 0:
+            yield mapped[at:end]
+            at = end + 1
+        if at < len(mapped):
+            yield mapped[at:]
 
 
 def _has_lines(path: str, n: int) -> bool:
