@@ -1,13 +1,16 @@
 """Cases: what is graded, read from JSON Lines, DataFrames, plain objects or BFCL files.
 
+- `_form`: the format's vocabulary (labels, behaviours, matchers, match modes), model-free;
 - `_case`: the case model (messages, tools, response, expected calls, labels, match settings);
+- `_lean`: the common line form read straight into msgspec structs, for the check path;
 - `_calls`: every accepted response shape normalised to one `Response` of `ToolCall`s;
 - `_text_calls`: calls written as JSON text in a reply's content;
 - `_match`: the match settings a case or a run may carry (trajectory and argument modes);
 - `_loading`: readers that never stop at a bad line (`CaseError` in its place);
 - `_bfcl`: the Berkeley Function Calling Leaderboard's own files as cases;
 - `_json`: strict, exact JSON in (integers of any size) and out, for every reader and writer;
-- `_files`: whole-file replacement, and the per-user cache folder.
+  JSON kinds and pointers for messages;
+- `_files`: opening case files, whole-file replacement, and the per-user cache folder.
 
 The bottom layer: imports only `judge._errors`.
 """

@@ -6,6 +6,9 @@
 - `_trajectory`: the whole path of calls against the reference, by match mode;
 - `_env`: final state, by replaying the calls into an environment;
 - `_grounding`: argument values that appear nowhere in the conversation;
+- `_kinds`: the failure taxonomy (`FailureKind`);
+- `_plain`: the comparison core, free of the models: structure, pairing, verdicts, and
+  `check_plain`, `judge check`'s path for lean cases;
 - `_check`: all of the above for one case, or a stream of cases;
 - `_result`, `_outcome`: the result record (`CaseResult`) and the judge's part of it;
 - `_summary`: counts per outcome and failure kind.
