@@ -193,10 +193,23 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'judge' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+_SUBPACKAGES = frozenset(
+    ("cases", "endpoints", "checks", "adapters", "judging", "calibrate", "runs", "service", "cli")
+)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_SUBPACKAGES})
+
+
+if not TYPE_CHECKING:  # for a type checker, a misspelt name stays an error
+
+    def __getattr__(name: str) -> Any:
+        if name in _SUBPACKAGES:  # `judge.checks` without importing it first
+            return importlib.import_module(f"judge.{name}")
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'judge' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value

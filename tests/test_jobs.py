@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,18 @@ def test_a_file_mapped_gives_the_lines_a_pipe_gives(
         mapped = [[(n, raw.rstrip(b"\n")) for n, raw in c] for c in _jobs._chunks(handle)]
     piped = [[(n, raw.rstrip(b"\n")) for n, raw in c] for c in _jobs._chunks(io.BytesIO(text))]
     assert mapped == piped
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_workers_read_standard_input_redirected_from_a_file(tmp_path: Path) -> None:
+    # Standard input is seekable when it is a file, yet the workers cannot open "<stdin>".
+    cases = mixed(tmp_path)
+    one = check("-", "--jobs", "1", stdin=cases.read_bytes())
+    with cases.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "judge", "check", "-", "--jobs", "2", "--no-progress"],
+            stdin=stdin,
+            capture_output=True,
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == one.stdout

@@ -14,7 +14,7 @@ import pytest
 from judge._errors import CaseError
 from judge.cases._json import loads
 from judge.cases._lean import read_lean
-from judge.cases._loading import parse_case
+from judge.cases._loading import parse_case, read_line
 from judge.checks._check import check_case
 from judge.checks._plain import check_plain
 from judge.checks._structure import SchemaCache
@@ -22,7 +22,7 @@ from judge.checks._structure import SchemaCache
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO.parent / "shared" / "datasets"
 
-TOOL = {
+TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -59,10 +59,9 @@ CASE: dict[str, Any] = {
 
 
 def full_reading(line: bytes) -> dict[str, Any] | CaseError:
-    try:
-        case = parse_case(loads(line), source="t.jsonl", line=1)
-    except CaseError as exc:
-        return exc
+    case = read_line(line, source="t.jsonl", line=1)
+    if isinstance(case, CaseError):
+        return case
     return check_case(case, schemas=SchemaCache()).to_json_dict()
 
 
@@ -90,6 +89,20 @@ def test_every_dataset_line_reads_the_same_lean() -> None:
 
 def test_the_sample_case_is_read_lean() -> None:
     assert assert_same(json.dumps(CASE).encode())
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        [{"name": "get_weather", "input_schema": TOOL["function"]["parameters"]}],
+        [{"name": "get_weather", "parameters": TOOL["function"]["parameters"]}, {"name": "x"}],
+        [{"type": "function", "function": {"name": "get_weather", "strict": True}}],
+        [{"function": {"name": "get_weather", "parameters": None, "input_schema": {}}}],
+        None,
+    ],
+)
+def test_tools_in_every_form_case_reads_are_read_lean(tools: Any) -> None:
+    assert assert_same(json.dumps({**CASE, "tools": tools}).encode())
 
 
 def mutations(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -130,7 +143,6 @@ def test_any_change_to_a_case_reads_the_same_or_falls_back() -> None:
     [
         {"match": "strict"},
         {"id": 7},
-        {"tools": [{"name": "get_weather", "input_schema": {"type": "object"}}]},
         {"tools": [{"type": "function", "function": {"name": "f", "parameters": []}}]},
         {"response": [{"name": "get_weather", "arguments": "{}"}]},
         {"response": {"choices": [{"message": {"content": "hi"}}]}},
@@ -172,3 +184,43 @@ def test_the_default_settings_are_those_of_an_empty_match() -> None:
         assert settings.mode is None and settings.ignore_tools == () and not settings.overrides
     assert DEFAULT.arguments == empty.arguments
     assert DEFAULT.args_for("any_tool") == empty.args_for("any_tool")
+
+
+def with_change(path: tuple[Any, ...], value: Any) -> bytes:
+    return json.dumps(mutated(CASE, path, value)).encode()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # msgspec does not check what it skips: nothing is skipped, so these are read as Cases
+        json.dumps(CASE).encode()[:-1] + b', "extra": 1e999}',
+        with_change(("meta",), {"n": "x"}).replace(b'"x"', b"1e999"),
+        with_change(("messages", 0, "content"), "x").replace(b'"x"', b"-1e400"),
+        with_change(("labels", "note"), "x").replace(b'"x"', b"1e999"),
+        with_change(("response", "tool_calls", 0, "id"), "x").replace(b'"x"', b"1e999"),
+        with_change(("tools", 0, "function", "parameters", "x"), "x").replace(b'"x"}', b"1e999}"),
+        with_change(("meta",), {"n": "x"}).replace(b'"x"', b'"\xff"'),
+    ],
+)
+def test_a_number_out_of_range_or_bad_utf8_anywhere_is_read_as_a_case(line: bytes) -> None:
+    assert isinstance(full_reading(line), CaseError)
+    assert read_lean(line) is None
+
+
+def test_errors_list_in_the_order_of_each_lines_own_schema() -> None:
+    # A lean line and a Case with the same schema in another key order keep their own orders.
+    schema_a = {"type": "object", "required": ["a"], "properties": {"b": {"type": "string"}}}
+    schema_b = {"properties": {"b": {"type": "string"}}, "required": ["a"], "type": "object"}
+    lines = []
+    given: tuple[dict[str, Any], ...] = ({"match": {}}, {})
+    for schema, match in zip((schema_a, schema_b), given, strict=True):
+        case = copy.deepcopy(CASE) | match
+        case["tools"] = [{"function": {"name": "get_weather", "parameters": schema}}]
+        case["response"]["tool_calls"][0]["function"]["arguments"] = '{"b": 1}'
+        lines.append(json.dumps(case).encode())
+    shared = SchemaCache()
+    first = check_case(parse_case(loads(lines[0]), source="t", line=1), schemas=shared)
+    lean = read_lean(lines[1])
+    assert lean is not None and first.failures
+    assert check_plain(lean, shared) == full_reading(lines[1])

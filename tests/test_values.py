@@ -248,3 +248,29 @@ def test_a_big_integer_in_a_schema_and_a_call_never_stops_the_batch(tmp_path: Pa
     for written in out.read_text().splitlines():
         [failure] = orjson.loads(written)["failures"]
         assert failure["kind"] == "SchemaMismatch" and str(BIG) in failure["message"]
+
+
+def test_value_shortcuts_decide_as_the_general_comparison() -> None:
+    # The quick acceptance of common values must never decide otherwise than json_equal.
+    from enum import StrEnum
+
+    from judge.cases._case import ExpectedCall
+    from judge.checks._arguments import faults
+
+    class Colour(StrEnum):
+        RED = "red"
+
+    def kinds(arguments: dict[str, Any], expected: dict[str, Any], compare: Any = "exact") -> Any:
+        found = faults(arguments, ExpectedCall(name="f", arguments=expected), compare, None)
+        return [f"{fault[0].value}:{'/'.join(fault[1])}" for fault in found or ()]
+
+    assert kinds({"a": "red"}, {"a": {"$any": [Colour.RED]}}) == ["WrongValue:a"]
+    assert kinds({"a": True}, {"a": {"$any": [1]}}) == ["WrongValue:a"]
+    assert kinds({"a": 1}, {"a": {"$any": [True, 1.0]}}) == []
+    assert kinds({"a": [True]}, {"a": [1]}) == ["WrongValue:a"]
+    # extras are named in the order the call gives them, whatever the hash seed
+    assert kinds({"z": 1, "a": 1, "m": 1}, {}) == ["WrongValue:z", "WrongValue:a", "WrongValue:m"]
+    # nested values that look like matchers, reached by a path override, read as before
+    assert kinds({"a": {"b": "x"}}, {"a": {"b": {"$any": "xy"}}}, ["/a/b"]) == []
+    assert kinds({"a": {"b": "xy"}}, {"a": {"b": {"$any": "xy"}}}, ["/a/b"]) == ["WrongValue:a/b"]
+    assert kinds({"a": {}}, {"a": {"b": {"$optional": 1}}}, ["/a/b"]) == []

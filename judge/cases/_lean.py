@@ -1,10 +1,10 @@
 """The common case shapes read straight into msgspec structs, for the check path.
 
-`read_lean` decodes a JSON line of the usual form (OpenAI tools and tool calls, expected calls
-with plain arguments, no `match`) in one pass, skipping what checking never reads (messages,
-meta), about five times cheaper than decoding and building the pydantic `Case`. It accepts only
-what `Case` accepts and reads it the same way; for any other line, valid or not, it returns None
-and the caller reads the line as a `Case`, whose errors name file, line, case and pointer.
+`read_lean` decodes a JSON line of the usual form (OpenAI tool calls, expected calls, no
+`match`) in one pass, about five times cheaper than decoding and building the pydantic `Case`,
+and reads each distinct `tools` text once. It accepts only what `Case` accepts and reads it the
+same way; for any other line, valid or not, it returns None and the caller reads the line as a
+`Case`, whose errors name file, line, case and pointer.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from judge.cases._form import MATCHER_KEYS, ExpectedBehavior, Label
-from judge.cases._json import loads
+from judge.cases._form import MATCHER_KEYS, ExpectedBehavior
+from judge.cases._json import DecodeError, dumps, loads
 
 _NULL = b"null"
-_NO_PARAMETERS = b'{"type":"object","properties":{}}'
 
 
 class Called(Protocol):
@@ -39,32 +38,17 @@ class Expected(Protocol):
     def arguments(self) -> dict[str, Any]: ...
 
 
-class _Object(Struct):
-    """Any JSON object, its members skipped."""
-
-
-class _Function(Struct):
-    name: str
-    description: str | None = None
-    parameters: Raw | UnsetType = UNSET
-    input_schema: Raw | UnsetType = UNSET
-
-
-class _Tool(Struct):
-    """A tool in the OpenAI form, `{"type": "function", "function": {...}}`."""
-
-    function: _Function
-
-
-class _CallFunction(Struct):
+class _CallFunction(Struct, forbid_unknown_fields=True):
     name: str
     arguments: str | None = None
 
 
-class LeanCall(Struct):
+class LeanCall(Struct, forbid_unknown_fields=True):
     """A call in the OpenAI chat form, `{"id", "type", "function": {"name", "arguments"}}`."""
 
     function: _CallFunction
+    id: Any = None
+    type: Any = None
 
     @property
     def name(self) -> str:
@@ -75,54 +59,56 @@ class LeanCall(Struct):
         return self.function.arguments or ""
 
 
-class _Message(Struct):
+class _Message(Struct, forbid_unknown_fields=True):
+    """An OpenAI chat message; members `Case` does not read are decoded (so checked) all the
+    same, and an unknown one sends the line to `Case`."""
+
     role: Any = UNSET
     content: str | None | UnsetType = UNSET
     tool_calls: list[LeanCall] | None | UnsetType = UNSET
+    refusal: Any = None
+    annotations: Any = None
+    audio: Any = None
+    function_call: Any = None
+    name: Any = None
+    reasoning_content: Any = None
     # Members that make `Case` read the response in another way.
     choices: Raw | UnsetType = UNSET
     output: Raw | UnsetType = UNSET
 
 
-class LeanExpected(Struct):
+class LeanExpected(Struct, forbid_unknown_fields=True):
     name: str
     arguments: dict[str, Any] = {}
     function: Raw | UnsetType = UNSET  # the OpenAI form: read by `Case` only
 
 
-class _Labels(Struct):
-    selection: Label | None = None
-    arguments: Label | None = None
-
-
-class _Line(Struct):
-    """A case line as decoded: every member `Case` reads, checked as `Case` checks it."""
+class _Line(Struct, forbid_unknown_fields=True):
+    """A case line as decoded. Every member is decoded, never skipped (msgspec does not check
+    the text it skips: a number out of range, bytes that are not UTF-8), but `tools`, read once
+    per distinct text by `_read_tools`; an unknown member sends the line to `Case`."""
 
     id: str
-    messages: list[_Object] = []
-    tools: Raw | UnsetType = UNSET  # read by `_read_tools`
+    messages: list[dict[str, Any]] = []
+    tools: Raw | UnsetType = UNSET
     response: _Message | None = None
     expected_calls: list[LeanExpected] | None = None
     expected_behavior: ExpectedBehavior | None = None
-    labels: _Labels | None = None
+    labels: dict[str, Any] | None = None
     match: Raw | UnsetType = UNSET
-    meta: _Object | UnsetType = UNSET
+    meta: dict[str, Any] = {}
 
 
 class LeanTool:
-    """A tool as checking reads it: its name and its schema's JSON text, decoded on demand."""
+    """A tool as checking reads it: its name and its schema, and the schema's JSON text (what
+    the validator cache is keyed by)."""
 
-    __slots__ = ("name", "schema_key")
+    __slots__ = ("name", "parameters", "schema_key")
 
-    def __init__(self, name: str, schema_key: bytes) -> None:
+    def __init__(self, name: str, parameters: dict[str, Any]) -> None:
         self.name = name
-        self.schema_key = schema_key
-        """The schema's JSON text as written: what the validator cache is keyed by."""
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        value: dict[str, Any] = loads(self.schema_key)
-        return value
+        self.parameters = parameters
+        self.schema_key = dumps(parameters)
 
 
 class LeanCase:
@@ -160,6 +146,9 @@ def read_lean(raw: bytes) -> LeanCase | None:
     tools = _read_tools(line.tools)
     if tools is None:
         return None
+    labels = line.labels or {}
+    if labels.get("selection") not in _LABELS or labels.get("arguments") not in _LABELS:
+        return None
     calls: list[LeanCall] = []
     response = line.response
     if response is not None:
@@ -179,14 +168,14 @@ def read_lean(raw: bytes) -> LeanCase | None:
     return LeanCase(line.id, tools, calls, line.expected_calls)
 
 
-_tools_decoder = msgspec.json.Decoder(list[_Tool] | None)
 _tool_sets: dict[bytes, dict[str, LeanTool] | None] = {}
 _TOOL_SETS_KEPT = 1024
+_LABELS = (None, "correct", "incorrect")
 
 
 def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
-    """The tools of a case, or None when they are not in the lean form. Cases of a file mostly
-    offer the same tools, so each distinct `tools` text is read once."""
+    """The tools of a case by name, or None when `Case` would not read them so. Cases of a file
+    mostly offer the same tools, so each distinct `tools` text is read once."""
     if raw is UNSET:
         return {}
     text = bytes(raw)
@@ -199,21 +188,27 @@ def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
 
 
 def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
+    """`Case`'s reading of `tools` (`Tool.from_spec` for each), or None where it would fail."""
     try:
-        specs = _tools_decoder.decode(text)
-    except (msgspec.DecodeError, RecursionError):
+        specs = loads(text)
+    except DecodeError:
+        return None
+    if specs is None:
+        return {}
+    if not isinstance(specs, list):
         return None
     tools = {}
-    for spec in specs or ():
-        fn = spec.function
-        if fn.input_schema is not UNSET:
+    for spec in specs:
+        fn = spec.get("function", spec) if isinstance(spec, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             return None
-        key = _NULL if fn.parameters is UNSET else bytes(fn.parameters)
-        if key == _NULL:
-            key = _NO_PARAMETERS
-        elif not key.startswith(b"{"):
-            return None  # not an object: `Case` says why
-        tools[fn.name] = LeanTool(fn.name, key)
+        params = fn.get("parameters", fn.get("input_schema"))
+        if params is None:
+            params = {"type": "object", "properties": {}}
+        description = fn.get("description")
+        if not isinstance(params, dict) or not isinstance(description, str | None):
+            return None
+        tools[fn["name"]] = LeanTool(fn["name"], params)
     return tools
 
 

@@ -48,7 +48,7 @@ def faults(
         elif rules is None:  # the common outcomes, found without the general comparison
             if type(want) is dict:
                 options = want.get("$any")
-                if options is not None and got in options and _typed_in(got, options):
+                if type(options) is list and got in options and _typed_in(got, options):
                     continue
             elif want == got and type(want) is type(got) and type(got) in _SCALARS:
                 continue
@@ -56,7 +56,7 @@ def faults(
         if fault is not None:
             found.append(fault)
     if compare in ("exact", "subset"):
-        for key in arguments.keys() - expected.arguments.keys():
+        for key in [key for key in arguments if key not in expected.arguments]:  # in order
             rule = rule_for(rules, expected.name, key) if rules else None
             if rule is None or not rule.ignore:
                 found.append((FailureKind.WRONG_VALUE, (key,), arguments[key], [], None))
@@ -73,7 +73,7 @@ def _value_fault(
     if isinstance(want, dict) and ("$any" in want or "$optional" in want):  # a matcher
         options: list[Any] | None = want.get("$any")
         if got is _ABSENT:
-            optional = want.get("$optional") is True
+            optional = bool(want.get("$optional", False))
             return None if optional else (FailureKind.MISSING_ARGUMENT, path, None, options, None)
         if options is None or _accepts(got, options, rule):
             return None
@@ -89,14 +89,10 @@ def _typed_in(got: Any, options: list[Any]) -> bool:
     """Whether a scalar equal to `got` and of its type is among `options` (`in` found an equal
     one, but `1 == True == 1.0`). False leaves the question to `_value_fault`."""
     kind = type(got)
-    if kind is str:
-        return True  # a string equals only a string
     return kind in _SCALARS and any(type(o) is kind and o == got for o in options)
 
 
 def _accepts(got: Any, options: list[Any], rule: ArgumentRule | None) -> bool:
-    if rule is None and type(got) is str:
-        return got in options  # a string equals only an equal string
     return any(_matches(got, option, rule) for option in options)
 
 

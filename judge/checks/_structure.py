@@ -45,12 +45,15 @@ class SchemaCache:
     remote `$ref` is never fetched."""
 
     def __init__(self) -> None:
+        # Keyed by the schema's text as given (a lean tool's, whose key order is the schema's
+        # own), or by the sorted text of a `Tool`'s: apart, so each keeps its schema's order.
+        self._by_text: dict[bytes, tuple[Draft7Validator | str, dict[str, Any]]] = {}
         self._by_content: dict[bytes, tuple[Draft7Validator | str, dict[str, Any]]] = {}
 
     def validator(self, schema: dict[str, Any]) -> Draft7Validator | str:
         """The validator for `schema`, or why the schema itself is invalid."""
         key = dumps(schema, sort_keys=True, default=repr)
-        return (self._by_content.get(key) or self._add(key, schema))[0]
+        return (self._by_content.get(key) or self._add(self._by_content, key, schema))[0]
 
     def errors(
         self, tool: Tool | LeanTool, arguments: dict[str, Any]
@@ -58,8 +61,8 @@ class SchemaCache:
         """Validate `arguments` against `tool`'s schema: the `(pointer, message)` of each
         violation, and the reason the schema is unusable (then the list is empty)."""
         if isinstance(tool, LeanTool):  # keyed by the schema's text: nothing to encode
-            entry = self._by_content.get(tool.schema_key)
-            validator, schema = entry or self._add(tool.schema_key, tool.parameters)
+            entry = self._by_text.get(tool.schema_key)
+            validator, schema = entry or self._add(self._by_text, tool.schema_key, tool.parameters)
         else:
             schema = tool.parameters  # its own key order, for the order of the errors
             validator = self.validator(schema)
@@ -81,12 +84,15 @@ class SchemaCache:
                 return [], f"the tool's schema cannot be applied: {error.message}"
         return [(_error_pointer(error), _message(schema, error)) for error in found], None
 
+    @staticmethod
     def _add(
-        self, key: bytes, schema: dict[str, Any]
+        built: dict[bytes, tuple[Draft7Validator | str, dict[str, Any]]],
+        key: bytes,
+        schema: dict[str, Any],
     ) -> tuple[Draft7Validator | str, dict[str, Any]]:
-        if len(self._by_content) >= _CACHE_LIMIT:
-            self._by_content.clear()
-        entry = self._by_content[key] = (_build(schema), schema)
+        if len(built) >= _CACHE_LIMIT:
+            built.clear()
+        entry = built[key] = (_build(schema), schema)
         return entry
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from judge._errors import CaseError, JudgeError
+from judge._errors import CaseError, InputError, JudgeError
 from judge.cases._json import dumps
 from judge.cases._lean import read_lean
 from judge.checks._plain import check_plain
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from judge.checks._env import EnvironmentFactory
 
 CHUNK_LINES = 1000
+STDIN = "<stdin>"
+"""The source name of standard input (which workers cannot open, even when it is a file)."""
 MANY_LINES = 4000
 """Files past this many lines get every core by default; smaller ones, one process."""
 
@@ -145,10 +147,9 @@ class Workers:
         pending: deque[Future[Checked]] = deque()
         # A file a worker can open is sent as spans of bytes, which it reads itself; a pipe,
         # line by line.
-        name = getattr(stream, "name", None)
-        seekable = isinstance(name, str) and name == source and stream.seekable()
+        spans = source != STDIN and getattr(stream, "name", None) == source
         try:
-            for work in _spans(stream) if seekable else _chunks(stream):
+            for work in _spans(stream) if spans and stream.seekable() else _chunks(stream):
                 if isinstance(work, Span):
                     pending.append(self._pool.submit(_check_span, source, work))
                 else:
@@ -186,9 +187,12 @@ class Span:
 
 
 def _check_span(source: str, span: Span) -> Checked:
-    with open(source, "rb") as handle:
-        handle.seek(span.start)
-        block = handle.read(span.end - span.start)
+    try:
+        with open(source, "rb") as handle:
+            handle.seek(span.start)
+            block = handle.read(span.end - span.start)
+    except OSError as exc:  # moved or removed while it was graded
+        raise InputError(f"{source}: cannot read cases: {exc.strerror or exc}") from None
     lines = block.split(b"\n")  # as a file's lines are: on line feeds only
     numbered = [(span.first + i, raw) for i, raw in enumerate(lines) if raw.strip()]
     return check_chunk(source, numbered, **_worker)

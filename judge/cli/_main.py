@@ -30,7 +30,7 @@ from judge.cli._common import (
     require_files,
     summary_format_option,
 )
-from judge.cli._jobs import InProcess, WorkerFailed, Workers, default_jobs
+from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import trajectory_from, trajectory_options
 
 # Command name -> the module that defines it (in its COMMANDS).
@@ -163,7 +163,7 @@ def _check_file(
     """Grade one input chunk by chunk, writing the results in input order."""
     with ExitStack() as stack:
         stream = sys.stdin.buffer if path == "-" else stack.enter_context(open_cases(path))
-        for checked in grader.check(stream, "<stdin>" if path == "-" else path):
+        for checked in grader.check(stream, STDIN if path == "-" else path):
             summary.merge(checked.summary)
             sink.write(checked.output)
             report_skipped("check", checked.invalid)
