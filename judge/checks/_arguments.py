@@ -89,7 +89,11 @@ def _typed_in(got: Any, options: list[Any]) -> bool:
     """Whether a scalar equal to `got` and of its type is among `options` (`in` found an equal
     one, but `1 == True == 1.0`). False leaves the question to `_value_fault`."""
     kind = type(got)
-    return kind in _SCALARS and any(type(o) is kind and o == got for o in options)
+    if kind not in _SCALARS:
+        return False
+    if type(options[options.index(got)]) is kind:  # the first equal option: mostly the one
+        return True
+    return any(type(o) is kind and o == got for o in options)
 
 
 def _accepts(got: Any, options: list[Any], rule: ArgumentRule | None) -> bool:
