@@ -36,6 +36,7 @@ from judge.cli._matching import trajectory_from, trajectory_options
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
     "grade": "judge.cli._grade",
+    "probe": "judge.cli._probe",
     "rubric": "judge.cli._grade",
     "calibrate": "judge.cli._data",
     "sample": "judge.cli._data",
