@@ -170,20 +170,26 @@ def read_lean(raw: bytes) -> LeanCase | None:
 
 _tool_sets: dict[bytes, dict[str, LeanTool] | None] = {}
 _TOOL_SETS_KEPT = 1024
+_last: tuple[bytes, dict[str, LeanTool] | None] = (b"", None)
 _LABELS = (None, "correct", "incorrect")
 
 
 def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
     """The tools of a case by name, or None when `Case` would not read them so. Cases of a file
     mostly offer the same tools, so each distinct `tools` text is read once."""
+    global _last
     if raw is UNSET:
         return {}
     text = bytes(raw)
+    if text == _last[0]:  # the common run: the line before offered the same tools
+        return _last[1]
     if text in _tool_sets:
-        return _tool_sets[text]
-    if len(_tool_sets) >= _TOOL_SETS_KEPT:
-        _tool_sets.clear()
-    found = _tool_sets[text] = _tools_in(text)
+        found = _tool_sets[text]
+    else:
+        if len(_tool_sets) >= _TOOL_SETS_KEPT:
+            _tool_sets.clear()
+        found = _tool_sets[text] = _tools_in(text)
+    _last = (text, found)
     return found
 
 

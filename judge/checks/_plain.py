@@ -140,7 +140,7 @@ def structure(
     return parsed, problems, (all_valid if calls else None)
 
 
-@dataclass
+@dataclass(slots=True)
 class Compared:
     pairs: list[tuple[int, int]]
     missing: list[int]
