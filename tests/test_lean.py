@@ -224,3 +224,10 @@ def test_errors_list_in_the_order_of_each_lines_own_schema() -> None:
     lean = read_lean(lines[1])
     assert lean is not None and first.failures
     assert check_plain(lean, shared) == full_reading(lines[1])
+
+
+def test_a_result_line_is_the_json_and_a_line_feed() -> None:
+    from judge.cases._json import dumps, dumps_line
+
+    for value in ({"a": [1, None, "é"]}, {"big": 2**70}):
+        assert dumps_line(value) == dumps(value) + b"\n"

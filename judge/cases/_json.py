@@ -41,6 +41,14 @@ def dumps(
         return msgspec.json.encode(value, enc_hook=default, order="sorted" if sort_keys else None)
 
 
+def dumps_line(value: Any) -> bytes:
+    """`dumps(value)` and a line feed: one line of a JSON Lines file."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return msgspec.json.encode(value) + b"\n"
+
+
 def json_kind(value: Any) -> str:
     """What kind of JSON value this is, for messages: "an object", "an array", "null"..."""
     return {

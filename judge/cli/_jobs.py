@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from judge._errors import CaseError, InputError, JudgeError
-from judge.cases._json import dumps
+from judge.cases._json import dumps_line
 from judge.cases._lean import read_lean
 from judge.checks._plain import check_plain
 from judge.checks._structure import SchemaCache
@@ -73,8 +73,7 @@ def check_chunk(
             done.summary.add_json(data)
         else:
             data = _check_whole(source, number, raw, settings, factory, schemas, done)
-        out.append(dumps(data))
-        out.append(b"\n")
+        out.append(dumps_line(data))
     done.output = b"".join(out)
     return done
 
