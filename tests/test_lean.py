@@ -231,3 +231,22 @@ def test_a_result_line_is_the_json_and_a_line_feed() -> None:
 
     for value in ({"a": [1, None, "é"]}, {"big": 2**70}):
         assert dumps_line(value) == dumps(value) + b"\n"
+
+
+def test_a_tally_counts_as_adding_each_result() -> None:
+    from judge.checks._check import check
+    from judge.checks._summary import Summary, Tally
+
+    lines = [
+        json.dumps(CASE),
+        json.dumps({**CASE, "tools": 3}),
+        *map(bytes.decode, list(dataset_lines())[:300]),
+    ]
+    results = check([json.loads(line) for line in lines])
+    one_by_one, tallied, tally = Summary(), Summary(), Tally()
+    for result in results:
+        one_by_one.add(result)
+        tally.add(result.to_json_dict())
+    tallied.add_tally(tally)
+    assert tallied.to_dict() == one_by_one.to_dict()
+    assert tallied.invalid_cases == 1

@@ -138,25 +138,25 @@ class Summary:
 
     def add_json(self, result: dict[str, Any]) -> None:
         """Count a result given as JSON data (`CaseResult.to_json_dict()`), checks only."""
-        self.cases += 1
-        passed = result["passed"]
-        if passed is None:
-            self.not_gradable += 1
-        elif passed:
-            self.passed += 1
-        else:
-            self.failed += 1
-        if result["failures"]:
-            kinds = self.failure_kinds
-            invalid = False
-            for failure in result["failures"]:
-                kind = failure["kind"]
-                kinds[kind] += 1
-                invalid = invalid or kind == _INVALID_CASE
-            self.invalid_cases += invalid
+        tally = Tally()
+        tally.add(result)
+        self.add_tally(tally)
+
+    def add_tally(self, tally: Tally) -> None:
+        """Count the results a `Tally` holds."""
         checks = self.checks
-        for name in _CHECKS:
-            checks[name][_OUTCOMES[result[name]]] += 1
+        for (selection, schema, values, passed, invalid), n in tally.outcomes.items():
+            self.cases += n
+            if passed is None:
+                self.not_gradable += n
+            elif passed:
+                self.passed += n
+            else:
+                self.failed += n
+            self.invalid_cases += n if invalid else 0
+            for name, value in zip(_CHECKS, (selection, schema, values), strict=True):
+                checks[name][_OUTCOMES[value]] += n
+        self.failure_kinds.update(tally.kinds)
 
     def merge(self, other: Summary) -> None:
         """Add the counts of another summary (of other cases: a worker's share of a run)."""
@@ -244,5 +244,36 @@ def _agreement(counts: Counter[str]) -> str:
 
 
 _OUTCOMES = {True: "true", False: "false", None: "null"}
+Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool]
+"""A result's `tool_selection`, `schema_valid`, `argument_values`, `passed`, and whether a
+failure is `InvalidCase`."""
+
+
+class Tally:
+    """Results counted cheaply, one at a time (a chunk's), to add to a `Summary` at once."""
+
+    __slots__ = ("outcomes", "kinds")
+
+    def __init__(self) -> None:
+        self.outcomes: Counter[Outcome] = Counter()
+        self.kinds: Counter[str] = Counter()
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Count a result given as JSON data (`CaseResult.to_json_dict()`)."""
+        invalid = False
+        if result["failures"]:
+            kinds = self.kinds
+            for failure in result["failures"]:
+                kind = failure["kind"]
+                kinds[kind] += 1
+                invalid = invalid or kind == _INVALID_CASE
+        key = (
+            result["tool_selection"],
+            result["schema_valid"],
+            result["argument_values"],
+            result["passed"],
+            invalid,
+        )
+        self.outcomes[key] += 1
 _INVALID_CASE = FailureKind.INVALID_CASE.value
 

@@ -15,7 +15,7 @@ from judge.cases._json import dumps_line
 from judge.cases._lean import read_lean
 from judge.checks._plain import check_plain
 from judge.checks._structure import SchemaCache
-from judge.checks._summary import Summary
+from judge.checks._summary import Summary, Tally
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -66,14 +66,16 @@ def check_chunk(
     done = Checked(output=b"", summary=Summary(), lines=len(lines))
     out: list[bytes] = []
     plain = settings is None and factory is None  # the response alone, by default
+    tally = Tally()
     for number, raw in lines:
         lean = read_lean(raw) if plain else None
         if lean is not None:
             data = check_plain(lean, schemas)
-            done.summary.add_json(data)
         else:
             data = _check_whole(source, number, raw, settings, factory, schemas, done)
+        tally.add(data)
         out.append(dumps_line(data))
+    done.summary.add_tally(tally)
     done.output = b"".join(out)
     return done
 
@@ -98,7 +100,6 @@ def _check_whole(
     else:
         result = check_case(item, schemas=schemas, match=settings, env=factory)
     done.invalid += invalid_messages(result)
-    done.summary.add(result)
     return result.to_json_dict()
 
 
