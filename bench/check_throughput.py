@@ -160,7 +160,7 @@ def stage_seconds(cases: Path) -> dict[str, float]:
     from judge.cases._loading import parse_case
     from judge.checks import _check, _plain
     from judge.checks._structure import SchemaCache
-    from judge.checks._summary import Summary
+    from judge.checks._summary import Tally
 
     spent = dict.fromkeys(("parse", "build", "validate", "compare", "write"), 0.0)
     structure = _plain.structure
@@ -173,7 +173,7 @@ def stage_seconds(cases: Path) -> dict[str, float]:
             spent["validate"] += time.perf_counter() - start
 
     _plain.structure = timed
-    schemas, summary = SchemaCache(), Summary()
+    schemas, tally = SchemaCache(), Tally()
     clock = time.perf_counter
     try:
         with cases.open("rb") as lines, open(os.devnull, "wb") as sink:
@@ -191,7 +191,7 @@ def stage_seconds(cases: Path) -> dict[str, float]:
                     data = _check.check_case(case, schemas=schemas).to_json_dict()
                 t3 = clock()
                 sink.write(dumps(data) + b"\n")
-                summary.add_json(data)
+                tally.add(data)
                 t4 = clock()
                 spent["parse"] += t1 - t0
                 spent["build"] += t2 - t1 - (t1 - t0)
@@ -340,7 +340,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=50_000, help="cases in the file (50000)")
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="JSONL to cycle")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each; best counts (3)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each; best counts (5)")
     parser.add_argument("--judge", type=Path, default=None, help="the judge executable")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter for DeepEval / agentevals (default: this one)")
