@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -106,17 +107,14 @@ def test_default_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _jobs.default_jobs(("-",)) == 1  # standard input is read as it comes
 
 
-@pytest.mark.parametrize(
-    "text",
-    [b"", b"a\n", b"a", b"a\nb\n\n\r\n c \nd", b"x\n" * 21, b"x\n" * 20 + b"tail", b"\n" * 15],
-)
-def test_a_file_is_cut_into_spans_of_whole_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes
-) -> None:
-    monkeypatch.setattr(_jobs, "CHUNK_LINES", 7)
-    path = tmp_path / "lines.jsonl"
-    path.write_bytes(text)
-    with path.open("rb") as handle:
+# Blank, CRLF, whitespace-only and unterminated lines, exact multiples of the chunk and not.
+TEXTS = [b"", b"a\n", b"a", b"a\nb\n\n\r\n c \nd", b"x\n" * 21, b"x\n" * 20 + b"tail", b" \n" * 15]
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_file_is_cut_into_spans_of_whole_lines(tmp_path: Path, text: bytes) -> None:
+    with written(tmp_path, text).open("rb") as handle:
         spans = list(_jobs._spans(handle))
     assert b"".join(text[s.start : s.end] for s in spans) == text
     lines = text.split(b"\n")
@@ -126,21 +124,19 @@ def test_a_file_is_cut_into_spans_of_whole_lines(
     assert all(text[s.start : s.end].count(b"\n") == 7 for s in spans[:-1])
 
 
-@pytest.mark.parametrize(
-    "text", [b"", b"a\n", b"a", b"a\nb\n\n\r\n c \nd", b"x\n" * 21, b" \n" * 3]
-)
-def test_a_file_mapped_gives_the_lines_a_pipe_gives(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes
-) -> None:
-    import io
-
-    monkeypatch.setattr(_jobs, "CHUNK_LINES", 7)
-    path = tmp_path / "lines.jsonl"
-    path.write_bytes(text)
-    with path.open("rb") as handle:
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_file_mapped_gives_the_lines_a_pipe_gives(tmp_path: Path, text: bytes) -> None:
+    with written(tmp_path, text).open("rb") as handle:
         mapped = [[(n, raw.rstrip(b"\n")) for n, raw in c] for c in _jobs._chunks(handle)]
     piped = [[(n, raw.rstrip(b"\n")) for n, raw in c] for c in _jobs._chunks(io.BytesIO(text))]
     assert mapped == piped
+
+
+def written(tmp_path: Path, text: bytes) -> Path:
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(text)
+    return path
 
 
 @pytest.mark.usefixtures("small_chunks")

@@ -269,33 +269,38 @@ def _pair(
             found = faults(parsed[mine[0]], expected[theirs[0]], compare, rules)
             pairs.append((mine[0], theirs[0], [describe(fault) for fault in found or ()]))
             continue
-        known: dict[tuple[int, int], list[Fault] | None] = {}
-        if len(mine) == len(theirs) and _in_place(mine, len(names), theirs, len(expected)):
+        # Relative places in the trajectory and in the reference, in hundredths apart: ties
+        # in faults go to the calls nearest their reference call's place.
+        at = [c / max(len(names) - 1, 1) for c in mine]
+        want = [e / max(len(expected) - 1, 1) for e in theirs]
+        distance = [[round(100 * abs(place - w)) for w in want] for place in at]
+        diagonal: list[list[Fault] | None] = []
+        if len(mine) == len(theirs) and not any(distance[a][a] for a in range(len(mine))):
             # Each call at its reference call's place: when none has a fault, pairing them in
             # order costs nothing, so it is the least-cost pairing (and the first one tried).
-            for a, (c, e) in enumerate(zip(mine, theirs, strict=True)):
-                known[a, a] = faults(parsed[c], expected[e], compare, rules)
-            if not any(known.values()) and None not in known.values():
+            diagonal = [
+                faults(parsed[c], expected[e], compare, rules)
+                for c, e in zip(mine, theirs, strict=True)
+            ]
+            if all(found == [] for found in diagonal):
                 pairs.extend((c, e, []) for c, e in zip(mine, theirs, strict=True))
                 continue
         table = [
             [
-                known[a, b] if (a, b) in known else faults(parsed[c], expected[e], compare, rules)
+                diagonal[a]
+                if diagonal and a == b
+                else faults(parsed[c], expected[e], compare, rules)
                 for b, e in enumerate(theirs)
             ]
             for a, c in enumerate(mine)
         ]
-        # Ties in faults go to the calls whose place in the trajectory is nearest their
-        # reference call's place in the reference.
         scale = 100 * min(len(mine), len(theirs)) + 1
-        at = [c / max(len(names) - 1, 1) for c in mine]  # relative places, as `_distance`
-        want = [e / max(len(expected) - 1, 1) for e in theirs]
         costs = [
             [
-                (_UNPARSEABLE if f is None else len(f)) * scale + round(100 * abs(place - w))
-                for f, w in zip(row, want, strict=True)
+                (_UNPARSEABLE if f is None else len(f)) * scale + apart
+                for f, apart in zip(row, distances, strict=True)
             ]
-            for place, row in zip(at, table, strict=True)
+            for row, distances in zip(table, distance, strict=True)
         ]
         chosen = _assign(costs)
         for a, b in chosen:
@@ -310,18 +315,6 @@ def _pair(
     extra.sort()
     missing.sort()
     return pairs, extra, missing
-
-
-def _in_place(calls: list[int], n_calls: int, expected: list[int], n_expected: int) -> bool:
-    """Whether each call is at no distance from the reference call at its position."""
-    return all(
-        _distance(c, n_calls, e, n_expected) == 0 for c, e in zip(calls, expected, strict=True)
-    )
-
-
-def _distance(call: int, calls: int, expected: int, expecteds: int) -> int:
-    """How far apart two relative places are, in hundredths."""
-    return round(100 * abs(call / max(calls - 1, 1) - expected / max(expecteds - 1, 1)))
 
 
 def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:

@@ -124,23 +124,13 @@ class Summary:
     """Judge verdict counts, once a result carries them."""
 
     def add(self, result: CaseResult) -> None:
-        self.add_json(
-            {
-                "passed": result.passed,
-                "failures": [{"kind": f.kind.value} for f in result.failures],
-                **{name: getattr(result, name) for name in _CHECKS},
-            }
-        )
+        tally = Tally()
+        tally.add(result.to_json_dict())
+        self.add_tally(tally)
         if result.judge is not None:
             if self.verdicts is None:
                 self.verdicts = JudgeSummary()
             self.verdicts.add(result.judge)
-
-    def add_json(self, result: dict[str, Any]) -> None:
-        """Count a result given as JSON data (`CaseResult.to_json_dict()`), checks only."""
-        tally = Tally()
-        tally.add(result)
-        self.add_tally(tally)
 
     def add_tally(self, tally: Tally) -> None:
         """Count the results a `Tally` holds."""

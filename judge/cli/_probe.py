@@ -12,7 +12,13 @@ import click
 from judge._errors import InputError, JudgeError
 from judge.cases._case import Case
 from judge.cases._loading import load_cases
-from judge.cli._common import EXIT_ENDPOINT, EXIT_UNREADABLE, report_skipped, require_files
+from judge.cli._common import (
+    EXIT_ENDPOINT,
+    EXIT_UNREADABLE,
+    report_skipped,
+    require_files,
+    summary_format_option,
+)
 from judge.cli._judge_options import judge_for, judge_options
 from judge.cli._matching import trajectory_options
 from judge.endpoints._client import JudgeEndpointError
@@ -41,18 +47,11 @@ def _probe_names(ctx: click.Context, param: click.Parameter, value: str) -> list
     "reversed), call_order (the calls reversed), call_ids (ids renamed), key_order (argument "
     "keys reversed).",
 )
-@click.option(
-    "--format",
-    "report_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="How to print the report.",
-)
+@summary_format_option
 @judge_options
 @trajectory_options
 def probe_command(
-    cases: tuple[str, ...], probes: list[str], report_format: str, **judge_options: Any
+    cases: tuple[str, ...], probes: list[str], summary_format: str, **judge_options: Any
 ) -> None:
     """Ask the judge CASES as they are and as each probe changes them; report each probe's
     flip rate and the cases that flipped."""
@@ -75,7 +74,7 @@ def probe_command(
     except JudgeError as exc:
         click.echo(f"judge probe: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    if report_format == "json":
+    if summary_format == "json":
         click.echo(json.dumps({"cases": len(loaded), "probes": [s.to_dict() for s in stats]}))
     else:
         click.echo(_table(stats, len(loaded)))
