@@ -155,3 +155,57 @@ def serving(default: Callable[[dict[str, Any]], Reply] = answer) -> Iterator[Cha
         yield server
     finally:
         server.stop()
+
+
+def tokenised(text: str, at: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """`logprobs.content` spelling `text` in small tokens, every token certain except where a
+    value of one of the keys of `at` starts: there the alternatives are `at[key]` (token text
+    -> probability), the first of them being the token generated."""
+    import math
+    import re
+
+    at = at or {}
+    starts = {m.end(): key for key in at for m in re.finditer(rf'"{re.escape(key)}"\s*:\s*"', text)}
+    content, position = [], 0
+    while position < len(text):
+        key = starts.get(position)
+        if key is not None:
+            first = next(iter(at[key]))
+            token = first if text.startswith(first, position) else text[position]
+            top = [{"token": t, "logprob": math.log(p)} for t, p in at[key].items()]
+        else:
+            match = re.compile(r"\w+|\s+|[^\w\s]").match(text, position)
+            assert match is not None
+            token = match.group()
+            top = [{"token": token, "logprob": 0.0}]
+        content.append({"token": token, "logprob": top[0]["logprob"], "top_logprobs": top})
+        position += len(token)
+    return {"content": content}
+
+
+def with_logprobs(reply: Reply, at: dict[str, dict[str, float]] | None = None) -> Reply:
+    """A scripted reply with token logprobs added to its content (see `tokenised`)."""
+    body = dict(reply.body)
+    choice = dict(body["choices"][0])
+    choice["logprobs"] = tokenised(choice["message"]["content"] or "", at)
+    body["choices"] = [choice]
+    return Reply(reply.status, body, reply.headers, reply.delay)
+
+
+def one_token(p_yes: float, *, cached: int | None = None) -> Reply:
+    """A one-token reply, `yes` or `no`, with both words' logprobs (and llama.cpp's
+    `timings.cache_n` when `cached` is given)."""
+    import math
+
+    top = [
+        {"token": "yes", "logprob": math.log(max(p_yes, 1e-9))},
+        {"token": "no", "logprob": math.log(max(1 - p_yes, 1e-9))},
+    ]
+    top.sort(key=lambda t: -float(str(t["logprob"])))
+    body = completion(str(top[0]["token"]), finish_reason="length", completion_tokens=1)
+    body["choices"][0]["logprobs"] = {
+        "content": [{"token": top[0]["token"], "logprob": top[0]["logprob"], "top_logprobs": top}]
+    }
+    if cached is not None:
+        body["timings"] = {"cache_n": cached, "prompt_n": 10}
+    return Reply(body=body)

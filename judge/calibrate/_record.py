@@ -12,10 +12,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge._errors import JudgeError
+from judge.calibrate._fit import (
+    ConfidenceStats,
+    Fitted,
+    confidence_stats,
+    cross_validate,
+    fit,
+    items_of,
+    method_for,
+)
 from judge.cases._case import Case
 from judge.cases._json import dumps
 from judge.checks._result import CaseResult
 from judge.judging._cache import cache_key
+from judge.judging._rubric import Combine
 
 Dimension = Literal["selection", "arguments"]
 DIMENSIONS: tuple[Dimension, ...] = ("selection", "arguments")
@@ -85,6 +95,12 @@ class CalibrationRecord(BaseModel):
     dimensions: dict[str, DimensionStats]
     deterministic: dict[str, DimensionStats] = Field(default_factory=dict)
     """The same statistics for the deterministic checks, where cases have expected calls."""
+    fitted: dict[str, Fitted] = Field(default_factory=dict)
+    """Per dimension, the decision fitted on the labels (for a judge whose verdicts carry a
+    confidence): `judge grade --calibration` applies it. `dimensions` then holds the
+    cross-validated figures of the fitted decision."""
+    confidence: dict[str, ConfidenceStats] = Field(default_factory=dict)
+    """Per fitted dimension, cross-validated: reliability, ECE and risk-coverage."""
 
 
 class GateRefusal(JudgeError):
@@ -217,11 +233,19 @@ def build_record(
     sample: str,
     results_path: str,
     disagreements_path: str,
+    defaults: dict[str, dict[str, Combine]] | None = None,
 ) -> CalibrationRecord:
+    """The record of a calibration run. `defaults`: per dimension, a scored rubric's own
+    weights (what a branch keeps when the labels cannot refit it)."""
     dimensions: dict[str, DimensionStats] = {}
     deterministic: dict[str, DimensionStats] = {}
+    fitted: dict[str, Fitted] = {}
+    confidence: dict[str, ConfidenceStats] = {}
     for dimension in DIMENSIONS:
         pairs, excluded = pairs_of(cases, results, dimension)
+        found = fit_dimension(cases, results, dimension, (defaults or {}).get(dimension, {}))
+        if found is not None:
+            pairs, fitted[dimension], confidence[dimension] = found
         dimensions[dimension] = dimension_stats(pairs, excluded, threshold, strict)
         check, check_excluded = pairs_of(cases, results, dimension, check_verdict)
         if check:
@@ -240,7 +264,32 @@ def build_record(
         judge_errors=sum(1 for r in results if r.judge and r.judge.status == "judge_error"),
         dimensions=dimensions,
         deterministic=deterministic,
+        fitted=fitted,
+        confidence=confidence,
     )
+
+
+def fit_dimension(
+    cases: list[Case], results: list[CaseResult], dimension: Dimension, defaults: dict[str, Combine]
+) -> tuple[list[tuple[str, str]], Fitted, ConfidenceStats] | None:
+    """The cross-validated (label, verdict) pairs of the fitted decision, the fit on all the
+    labels, and the confidence figures; None when the verdicts carry nothing to fit or the
+    labels cannot support a fit (too few, one class only)."""
+    items = [i for i in items_of(cases, results, dimension) if i is not None]
+    method = method_for(items)
+    labels = [i.label for i in items]
+    if method is None or len(items) < MIN_PAIRS or min(sum(labels), len(labels) - sum(labels)) < 2:
+        return None
+    if method == "scored" and not defaults:
+        return None
+    predictions = cross_validate(items, method, defaults)
+    pairs = [(_name(i.label), _name(p.verdict)) for i, p in zip(items, predictions, strict=True)]
+    stats = confidence_stats(method, predictions, labels)
+    return pairs, fit(items, method, defaults), stats
+
+
+def _name(correct: bool) -> str:
+    return "correct" if correct else "incorrect"
 
 
 def disagreements(cases: list[Case], results: list[CaseResult]) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
+from judge.calibrate._fit import ConfidenceStats
 from judge.calibrate._record import LABELS, CalibrationRecord, DimensionStats
 
 
@@ -35,6 +36,8 @@ def render_report(record: CalibrationRecord, rows: list[dict[str, Any]]) -> str:
         for name, dimension in stats.items():
             parts.append(_dimension(name, dimension))
         parts.append("</div>")
+    for name, confidence in record.confidence.items():
+        parts.append(_confidence(name, confidence, record.fitted[name].threshold))
     parts.append(f"<h2>Disagreements ({len(rows)})</h2>")
     parts.append(
         "<table><tr><th>case</th><th>dimension</th><th>label</th><th>verdict</th>"
@@ -73,6 +76,47 @@ def _dimension(name: str, stats: DimensionStats) -> str:
         f"<div class='card'><h3>{html.escape(name)}</h3><table>{rows}</table>"
         f"<img alt='confusion matrix of {html.escape(name)}' "
         f"src='data:image/png;base64,{image}'></div>"
+    )
+
+
+def _confidence(name: str, stats: ConfidenceStats, threshold: float) -> str:
+    """Cross-validated confidence: the reliability diagram and the risk-coverage table."""
+
+    def number(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    def draw(axes: Any) -> None:
+        used = [b for b in stats.reliability if b.n]
+        axes.plot([0.5, 1], [0.5, 1], linestyle="--", color="#888", label="perfectly calibrated")
+        axes.bar(
+            [(b.low + b.high) / 2 for b in used],
+            [b.accuracy or 0 for b in used],
+            width=0.5 / len(stats.reliability) * 0.9,
+            color="#4a7bd0",
+            label="share right",
+        )
+        for b in used:
+            axes.text((b.low + b.high) / 2, (b.accuracy or 0) + 0.02, str(b.n), ha="center")
+        axes.set_xlim(0.5, 1)
+        axes.set_ylim(0, 1.05)
+        axes.set_xlabel("confidence of the verdict")
+        axes.set_ylabel("share of verdicts that agree with the label")
+        axes.set_title(f"{name}: reliability")
+        axes.legend(loc="lower right")
+
+    rows = "".join(
+        f"<tr><td>{c.coverage:.0%}</td><td>{c.n}</td><td>{number(c.kappa)}</td>"
+        f"<td>{number(c.agreement)}</td><td>{number(c.min_confidence)}</td></tr>"
+        for c in stats.risk_coverage
+    )
+    return (
+        f"<h2>{html.escape(name)}: confidence</h2><p>{stats.method}, {stats.folds}-fold "
+        f"cross-validated; threshold {threshold:.3f}; expected calibration error "
+        f"{stats.ece:.3f}.</p><div class='row'><div class='card'>"
+        f"<img alt='reliability diagram of {html.escape(name)}' "
+        f"src='data:image/png;base64,{plot_png(draw, (4.6, 3.6))}'></div>"
+        "<div class='card'><table><tr><th>most confident</th><th>n</th><th>kappa</th>"
+        f"<th>agreement</th><th>abstain below</th></tr>{rows}</table></div></div>"
     )
 
 

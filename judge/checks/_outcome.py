@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 SelectionLabel = Literal["correct", "incorrect"]
 ArgumentLabel = Literal["correct", "incorrect", "not_applicable"]
 JudgeStatus = Literal["ok", "judge_error", "skipped"]
+ConfidenceSource = Literal["logprobs", "samples", "none"]
 
 SelectionCategory = Literal[
     "right_call",
@@ -66,6 +67,14 @@ class SelectionVerdict(BaseModel):
     category: SelectionCategory
     source: Literal["judge", "derived"] = "judge"
     """`derived`: decided from a deterministic failure (an unknown tool name), not asked."""
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The judge's probability that this label is right: from the label token's logprobs
+    (renormalised over the allowed labels), or the share of samples that agree. 1.0 for a
+    derived verdict; None when the judge gave no measure."""
+    confidence_source: ConfidenceSource = "none"
+    features: dict[str, float] | None = None
+    """A scored rubric's evidence: each question's probability of its first answer (`yes`),
+    and counts from code; what `judge calibrate` fits its weights on."""
 
 
 class TrajectoryVerdict(BaseModel):
@@ -76,6 +85,11 @@ class TrajectoryVerdict(BaseModel):
     reasoning: str
     verdict: SelectionLabel
     problems: tuple[TrajectoryProblem, ...] = ()
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The judge's probability that this label is right: from the label token's logprobs
+    (renormalised over the allowed labels), or the share of samples that agree. 1.0 for a
+    derived verdict; None when the judge gave no measure."""
+    confidence_source: ConfidenceSource = "none"
 
 
 class ArgumentVerdict(BaseModel):
@@ -90,6 +104,14 @@ class ArgumentVerdict(BaseModel):
     problems: tuple[ArgumentProblem, ...] = ()
     source: Literal["judge", "derived"] = "judge"
     """`derived`: the call failed structurally, so its arguments are incorrect without asking."""
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The judge's probability that this label is right: from the label token's logprobs
+    (renormalised over the allowed labels), or the share of samples that agree. 1.0 for a
+    derived verdict; None when the judge gave no measure."""
+    confidence_source: ConfidenceSource = "none"
+    features: dict[str, float] | None = None
+    """A scored rubric's evidence: each question's probability of its first answer (`yes`),
+    and counts from code; what `judge calibrate` fits its weights on."""
 
 
 class RubricRef(BaseModel):
@@ -118,6 +140,9 @@ class Provenance(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     """Provider fields passed through as they are."""
     rubrics: tuple[RubricRef, ...] = ()
+    logprobs: int | None = None
+    """How many alternatives of each token were asked for, to read confidence from (None:
+    not asked, or the endpoint refused them)."""
 
 
 class Usage(BaseModel):
@@ -129,6 +154,9 @@ class Usage(BaseModel):
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Of the prompt tokens, those the server took from its prompt cache, where it says so
+    (llama.cpp's `timings.cache_n`, OpenAI's `cached_tokens`)."""
 
 
 class Agreement(BaseModel):

@@ -103,6 +103,7 @@ def calibrate_command(
         sample=sample,
         results_path=results,
         disagreements_path=disagreements,
+        defaults={r.dimension: r.combine for r in judge.rubrics.all if r.scored},
     )
     rows = find_disagreements(cases, graded)
     write_jsonl(results, (r.to_json_dict() for r in graded))
@@ -171,6 +172,24 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
         for name, dim in stats.items():
             if dim.degenerate or dim.note:
                 console.print(f"{name}: {dim.note or dim.degenerate}")
+    for name, confidence in record.confidence.items():
+        fitted = record.fitted[name]
+        table = Table(
+            title=f"{name}: confidence ({confidence.method}, {confidence.folds}-fold "
+            f"cross-validated; threshold {fitted.threshold:.2f}, ECE {confidence.ece:.3f})",
+            title_justify="left",
+        )
+        for column in ("coverage", "n", "kappa", "agreement", "abstain below"):
+            table.add_column(column)
+        for row in confidence.risk_coverage:
+            table.add_row(
+                f"{row.coverage:.0%}",
+                str(row.n),
+                number(row.kappa),
+                number(row.agreement),
+                number(row.min_confidence),
+            )
+        console.print(table)
     verdict = "PASSED" if record.passed else "NOT PASSED"
     console.print(
         f"{verdict}: kappa >= {record.threshold}"

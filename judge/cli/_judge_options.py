@@ -15,6 +15,7 @@ from judge.cli._common import EXIT_GATE, EXIT_UNREADABLE, stack_options
 from judge.cli._matching import trajectory_from
 
 if TYPE_CHECKING:
+    from judge.calibrate._record import CalibrationRecord
     from judge.judging._grade import Judge
 
 # The options that fix a judge; shared by every command that runs one.
@@ -138,10 +139,24 @@ def judge_for(
 
 def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
     """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
-    from judge.calibrate._record import GateRefusal, check_gate, load_record
+    from judge.calibrate._record import (
+        GateRefusal,
+        check_gate,
+        fingerprint_sha256,
+        load_record,
+    )
 
     try:
         record = load_record(path)
+    except GateRefusal as exc:
+        if not force:
+            click.echo(f"judge {command}: refused: {exc}", err=True)
+            sys.exit(EXIT_GATE)
+        click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
+        return False
+    if fingerprint_sha256(judge.fingerprint()) == record.fingerprint_sha256:
+        apply_fitted(judge, record)  # fitted for this very judge, trusted or not
+    try:
         check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
     except GateRefusal as exc:
         if not force:
@@ -150,3 +165,14 @@ def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: s
         click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
         return False
     return True
+
+
+def apply_fitted(judge: Judge, record: CalibrationRecord) -> None:
+    """Give the judge the decision its calibration fitted, dimension by dimension."""
+    from judge.judging._scored import Fit
+
+    for dimension, fitted in record.fitted.items():
+        if fitted.method == "scored":
+            judge.calibrate(dimension, fit=Fit(dict(fitted.combine), fitted.threshold))
+        elif fitted.platt is not None:
+            judge.calibrate(dimension, platt=fitted.platt)

@@ -47,6 +47,19 @@ class Reply:
     refusal: str | None
     prompt_tokens: int
     completion_tokens: int
+    tokens: tuple[Token, ...] = ()
+    """The reply's tokens with their top alternatives, when logprobs were asked and given."""
+    cached_tokens: int | None = None
+    """Prompt tokens the server served from its prompt cache, where it says."""
+
+
+@dataclass(frozen=True)
+class Token:
+    """One generated token and its most likely alternatives (itself among them), as
+    (text, logprob)."""
+
+    text: str
+    alternatives: tuple[tuple[str, float], ...]
 
 
 async def serving(endpoint: Endpoint | None, concurrency: int) -> tuple[Endpoint, int]:
@@ -125,8 +138,10 @@ class ChatClient(EndpointClient):
         seed: int | None,
         reasoning_effort: str | None = None,
         extra_body: dict[str, Any] | None = None,
+        logprobs: int | None = None,
     ) -> Reply:
-        """Ask once (with retries on transient faults) for a reply that fits `schema`."""
+        """Ask once (with retries on transient faults) for a reply that fits `schema`; with
+        `logprobs`, also for that many alternatives of each generated token."""
         if mode == "json_object":
             messages = _with_schema_in_prompt(messages, schema)
         body: dict[str, Any] = {
@@ -140,7 +155,34 @@ class ChatClient(EndpointClient):
             body["seed"] = seed
         if reasoning_effort is not None:
             body["reasoning_effort"] = reasoning_effort
+        if logprobs is not None:
+            body.update(logprobs=True, top_logprobs=logprobs)
+        return await self._send(body, mode)
 
+    async def answer(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        logprobs: int,
+        seed: int | None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> Reply:
+        """Ask for one token, greedily, with its `logprobs` most likely alternatives: a
+        one-word answer scored by its probabilities."""
+        body: dict[str, Any] = {
+            **(extra_body or {}),
+            "model": self.endpoint.model,
+            "messages": messages,
+            "temperature": 0.0,
+            "max_tokens": 1,
+            "logprobs": True,
+            "top_logprobs": logprobs,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        return await self._send(body, None)
+
+    async def _send(self, body: dict[str, Any], mode: ResponseFormat | None) -> Reply:
         async def send() -> ChatCompletion:
             async with self._slots:
                 # The SDK's own POST: its errors, timeouts and parsing, without the per-field
@@ -196,17 +238,50 @@ def _with_schema_in_prompt(
     return [{**first, "content": first["content"] + note}, *rest]
 
 
-def _reply(completion: Any, mode: ResponseFormat) -> Reply:
+def _reply(completion: Any, mode: ResponseFormat | None) -> Reply:
     choices = getattr(completion, "choices", None) or []
     if not choices:
         return Reply("", None, None, *_usage(completion))
     choice = choices[0]
     message = choice.message
     text = message.content or ""
+    tokens = _tokens(choice)
     if mode == "tool" and message.tool_calls:
         text = message.tool_calls[0].function.arguments or ""
+        tokens = ()  # logprobs describe the content, not a tool call's arguments
     refusal = getattr(message, "refusal", None)
-    return Reply(text, choice.finish_reason, refusal, *_usage(completion))
+    return Reply(
+        text,
+        choice.finish_reason,
+        refusal,
+        *_usage(completion),
+        tokens=tokens,
+        cached_tokens=_cached(completion),
+    )
+
+
+def _tokens(choice: Any) -> tuple[Token, ...]:
+    content = getattr(getattr(choice, "logprobs", None), "content", None) or ()
+    found = []
+    for item in content:
+        alternatives = tuple(
+            (str(t.token), float(t.logprob)) for t in (getattr(item, "top_logprobs", None) or ())
+        )
+        if not any(t == item.token for t, _ in alternatives):
+            alternatives = ((str(item.token), float(item.logprob)), *alternatives)
+        found.append(Token(str(item.token), alternatives))
+    return tuple(found)
+
+
+def _cached(completion: Any) -> int | None:
+    """Cached prompt tokens: OpenAI's `usage.prompt_tokens_details.cached_tokens`, or
+    llama.cpp's `timings.cache_n`."""
+    details = getattr(getattr(completion, "usage", None), "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if cached is None:
+        timings = (getattr(completion, "model_extra", None) or {}).get("timings")
+        cached = timings.get("cache_n") if isinstance(timings, dict) else None
+    return int(cached) if isinstance(cached, int | float) else None
 
 
 def _usage(completion: Any) -> tuple[int, int]:
@@ -245,6 +320,16 @@ def _classify_failure(exc: openai.APIStatusError, endpoint: Endpoint) -> JudgeEr
         )
     return JudgeRequestError(
         f"the judge endpoint rejected the request ({exc.status_code}): {detail}"
+    )
+
+
+def rejects_logprobs(error: JudgeError) -> bool:
+    """Whether a rejected request looks like the endpoint does not give logprobs."""
+    text = str(error).lower()
+    return (
+        isinstance(error, JudgeRequestError)
+        and "rejected the request" in text
+        and ("logprob" in text)
     )
 
 

@@ -29,10 +29,15 @@ V = TypeVar("V", SelectionVerdict, ArgumentVerdict, TrajectoryVerdict)
 
 
 def majority(answers: list[V]) -> tuple[V, float]:
-    """The majority verdict (ties: the first asked) and the share of samples against it."""
+    """The majority verdict (ties: the first asked) and the share of samples against it.
+    With several samples its confidence is the share that agrees with it."""
     counts = Counter(a.verdict for a in answers)
     top = max(counts.values())
     chosen = next(a for a in answers if counts[a.verdict] == top)
+    if len(answers) > 1:
+        chosen = chosen.model_copy(
+            update={"confidence": top / len(answers), "confidence_source": "samples"}
+        )
     return chosen, 1 - top / len(answers)
 
 
@@ -60,15 +65,22 @@ _SETTLED: dict[tuple[str, str], tuple[SelectionLabel, SelectionCategory] | None]
 }
 
 
+def taken_action(data: dict[str, Any], *, called: bool) -> str:
+    """The action the assistant took: call_tool exactly when it called a tool (a fact, not the
+    judge's say), else the judge's reading of its reply."""
+    if called:
+        return "call_tool"
+    taken = str(data.get("assistant_action"))
+    return "answer_directly" if taken == "call_tool" else taken
+
+
 def settle_selection(data: Any, *, called: bool) -> SelectionVerdict:
     """A selection verdict from the needed and the taken action (a `decide_action` rubric).
     Whether the assistant called a tool is a fact, not the judge's say."""
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     needed = str(data.get("needed_action"))
-    taken = "call_tool" if called else str(data.get("assistant_action"))
-    if taken == "call_tool" and not called:
-        taken = "answer_directly"  # no call was made, whatever the judge read
+    taken = taken_action(data, called=called)
     if (needed, taken) not in _SETTLED:
         raise ValueError(
             "needed_action and assistant_action must be call_tool, ask_user or answer_directly"
@@ -83,6 +95,29 @@ def settle_selection(data: Any, *, called: bool) -> SelectionVerdict:
     return verdict.model_copy(
         update={"reasoning": reasoning, "verdict": label, "category": category}
     )
+
+
+def selection_confidence(
+    needed: dict[str, float] | None,
+    verdict: dict[str, float] | None,
+    taken: str,
+    chosen: SelectionLabel,
+) -> float | None:
+    """The probability of the chosen selection verdict under the judge's distribution over the
+    needed action (a `decide_action` rubric): the needed actions that settle to the same
+    verdict, and where both actions are call_tool, the judge's own verdict's probability."""
+    if needed is None:
+        return None
+    total = 0.0
+    for action, p in needed.items():
+        settled = _SETTLED.get((action, taken))
+        if settled is None:
+            if verdict is None:
+                return None
+            total += p * verdict.get(chosen, 0.0)
+        elif settled[0] == chosen:
+            total += p
+    return min(1.0, total)
 
 
 def derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:
@@ -100,6 +135,7 @@ def derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:
         call=index,
         verdict="incorrect",
         source="derived",
+        confidence=1.0,
         reasoning="; ".join(f"{f.kind.value}: {f.message}" for f in failures),
         problems=tuple(problems),
     )

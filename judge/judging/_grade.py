@@ -7,7 +7,7 @@ import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Container, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
 from jinja2 import TemplateError
@@ -24,9 +24,11 @@ from judge.checks._env import EnvironmentFactory
 from judge.checks._grounding import ungrounded_values
 from judge.checks._outcome import (
     DEFAULT_SEED,
+    ArgumentVerdict,
     JudgeOutcome,
     Provenance,
     RubricRef,
+    SelectionVerdict,
     TrajectoryVerdict,
     Usage,
 )
@@ -35,23 +37,43 @@ from judge.checks._structure import SchemaCache
 from judge.endpoints._client import (
     ChatClient,
     JudgeRequestError,
+    Reply,
     ResponseFormat,
+    rejects_logprobs,
     rejects_structured_output,
     serving,
 )
 from judge.endpoints._endpoint import resolve_endpoint
 from judge.endpoints._retry import RetryPolicy
 from judge.judging._cache import VerdictCache, cache_key
+from judge.judging._confidence import answer_distribution, label_distributions
 from judge.judging._decide import (
     agreement_with_checks,
     majority,
     majority_arguments,
+    selection_confidence,
+    taken_action,
 )
 from judge.judging._parallel import in_parallel
 from judge.judging._questions import Question, Questions, parser, questions_for
-from judge.judging._rubric import RubricSet, load_rubrics
+from judge.judging._replies import ACTIONS
+from judge.judging._rubric import Rubric, RubricSet, load_rubrics
+from judge.judging._scored import (
+    ANSWER_LOGPROBS,
+    Ask,
+    Fit,
+    argument_verdict,
+    asks,
+    logit,
+    selection_verdict,
+    sigmoid,
+)
 
 MAX_REASKS = 2
+V = TypeVar("V", SelectionVerdict, ArgumentVerdict)
+TOP_LOGPROBS = 5
+"""Alternatives asked for each token of a JSON verdict (the label's share is read from them)."""
+_CONFIDENCE = "$confidence"  # where a cached reply keeps its verdicts' confidences
 FormatChoice = Literal["auto", "json_schema", "json_object", "tool"]
 _FALLBACK: dict[str, ResponseFormat] = {"json_schema": "json_object", "json_object": "tool"}
 
@@ -93,6 +115,7 @@ class Judge:
         trajectory: bool = False,
         match: Match | None = None,
         env: EnvironmentFactory | None = None,
+        logprobs: bool = True,
     ) -> None:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
@@ -113,6 +136,8 @@ class Judge:
         self.reasoning_effort = reasoning_effort
         self.extra_body = dict(extra_body or {})
         self._format_choice = response_format
+        self._logprobs: int | None = TOP_LOGPROBS if logprobs else None
+        """Alternatives asked per token; None once the endpoint refuses them (learnt once)."""
         self._mode: ResponseFormat = "json_schema" if response_format == "auto" else response_format
         self._concurrency = concurrency
         self._timeout = timeout
@@ -121,9 +146,11 @@ class Judge:
         self._client: ChatClient | None = None
         self._client_lock = asyncio.Lock()
         self._schemas = SchemaCache()
-        self._provenance: dict[ResponseFormat, Provenance] = {}
+        self._provenance: dict[tuple[ResponseFormat, int | None], Provenance] = {}
         self.trusted: bool | None = None
         """Set from a calibration record: False when its gate was overridden."""
+        self._fits: dict[str, Fit] = {}
+        self._platt: dict[str, tuple[float, float]] = {}
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -144,8 +171,8 @@ class Judge:
         """The judge as recorded with a verdict (with the structured-output format in use).
         Built once per format: it goes with every case and into every cache key."""
         mode = mode or self._mode
-        if mode not in self._provenance:
-            self._provenance[mode] = Provenance(
+        if (mode, self._logprobs) not in self._provenance:
+            self._provenance[mode, self._logprobs] = Provenance(
                 model=self.model,
                 endpoint=self.endpoint_label,
                 temperature=self.temperature,
@@ -154,8 +181,9 @@ class Judge:
                 response_format=mode,
                 extra=self.extra_body,
                 rubrics=self._rubric_refs(),
+                logprobs=self._logprobs,
             )
-        return self._provenance[mode]
+        return self._provenance[mode, self._logprobs]
 
     def _rubric_refs(self) -> tuple[RubricRef, ...]:
         refs = self.rubrics.refs
@@ -169,7 +197,7 @@ class Judge:
         dimensions' (what calibration measures; trajectory verdicts are never calibrated).
         The structured-output choice is recorded as asked (`auto` stays `auto`), so a run
         that steps down keeps its fingerprint."""
-        found = self.provenance().model_dump(mode="json")
+        found = _judge_fields(self.provenance())
         found["rubrics"] = [r.model_dump(mode="json") for r in self.rubrics.refs]
         found["response_format"] = self._format_choice
         found["samples"] = self.samples
@@ -188,7 +216,31 @@ class Judge:
         if self._format_choice == "auto":  # any format it may step down to is this judge's
             mine.pop("response_format")
             theirs.pop("response_format")
+        for fields in (mine, theirs):  # logprobs change a verdict's confidence, not its label
+            fields.pop("logprobs", None)
         return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+
+    def calibrate(
+        self,
+        dimension: str,
+        *,
+        fit: Fit | None = None,
+        platt: tuple[float, float] | None = None,
+    ) -> None:
+        """Apply what a calibration fitted for this judge to one dimension's verdicts: a
+        scored rubric's weights and threshold, or a map of the confidence (Platt: P(label
+        right) = sigmoid(a x logit(confidence) + b))."""
+        if fit is not None:
+            self._fits[dimension] = fit
+        if platt is not None:
+            self._platt[dimension] = platt
+
+    def _recalibrated(self, dimension: str, verdict: V) -> V:
+        ab = self._platt.get(dimension)
+        if ab is None or verdict.confidence is None or verdict.source == "derived":
+            return verdict
+        own = max(verdict.confidence, 1 - verdict.confidence)
+        return verdict.model_copy(update={"confidence": sigmoid(ab[0] * logit(own) + ab[1])})
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -279,6 +331,17 @@ class Judge:
         trajectory: TrajectoryVerdict | None = None
         error: ReplyError | None = None
         for question in questions:
+            if question.rubric.scored:  # one greedy token per question: samples cannot differ
+                try:
+                    scored = await self._ask_scored(question, tally)
+                except ReplyError as exc:
+                    error = error or exc
+                    continue
+                if isinstance(scored, SelectionVerdict):
+                    selection = scored
+                else:
+                    arguments.extend(scored)
+                continue
             try:
                 answers = [
                     await self._ask(question, sample, tally) for sample in range(self.samples)
@@ -297,6 +360,10 @@ class Judge:
                     arguments.append(verdict)
                     flips.append(flip)
         arguments.sort(key=lambda a: a.call)
+        if self._platt:
+            arguments = [self._recalibrated("arguments", a) for a in arguments]
+            if selection is not None:
+                selection = self._recalibrated("selection", selection)
         outcome = JudgeOutcome(
             status="judge_error" if error else "ok",
             selection=selection,
@@ -339,13 +406,74 @@ class Judge:
         # rubric on, or editing another dimension's rubric, keeps this question's answers.
         return cache_key(
             {
-                "judge": self.provenance(mode).model_dump(mode="json", exclude={"rubrics"}),
+                "judge": _judge_fields(self.provenance(mode), exclude={"rubrics"}),
                 "rubric": question.rubric.ref.model_dump(mode="json"),
                 "messages": question.messages,
                 "schema": question.schema,
                 "sample": sample,
             }
         )
+
+    async def _ask_scored(
+        self, question: Question, tally: Counter[str]
+    ) -> SelectionVerdict | list[ArgumentVerdict]:
+        """A scored rubric's verdicts: each of its questions answered with one token."""
+        rubric = question.rubric
+        found: dict[int | None, dict[str, float]] = {}
+        for ask in asks(rubric, question.messages, question.calls):
+            found.setdefault(ask.call, {})[ask.id] = await self._answer(rubric, ask, tally)
+        fit = self._fits.get(question.dimension)
+        if question.dimension == "selection":
+            return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit)
+        return [
+            argument_verdict(rubric, call, found.get(call, {}), count, fit)
+            for call, count in zip(question.calls, question.ungrounded, strict=True)
+        ]
+
+    async def _answer(self, rubric: Rubric, ask: Ask, tally: Counter[str]) -> float:
+        """The probability of the rubric's first answer word, from the cache or asked."""
+        judge = _judge_fields(self.provenance(), exclude={"rubrics", "response_format"})
+        judge.pop("logprobs", None)
+        key = cache_key(
+            {
+                "judge": judge,
+                "rubric": rubric.ref.model_dump(mode="json"),
+                "messages": ask.messages,
+                "answers": list(rubric.answers),
+                "top_logprobs": ANSWER_LOGPROBS,
+            }
+        )
+        if self._cache is not None:
+            hit = await self._cache.get(key)
+            if isinstance(hit, dict) and isinstance(hit.get("p"), float):
+                tally["cached"] += 1
+                return float(hit["p"])
+        chat = await self._chat()
+        needs = "a scored rubric needs an endpoint that returns token logprobs"
+        try:
+            reply = await chat.answer(
+                ask.messages, logprobs=ANSWER_LOGPROBS, seed=self.seed, extra_body=self.extra_body
+            )
+        except JudgeRequestError as exc:
+            message = f"{exc} ({needs})" if rejects_logprobs(exc) else str(exc)
+            raise ReplyError(message, None) from None
+        tally.update(
+            requests=1,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cached_prompt_tokens=reply.cached_tokens or 0,
+        )
+        shares = answer_distribution(reply.tokens, rubric.answers)
+        if shares is None:
+            words = " or ".join(rubric.answers)
+            raise ReplyError(
+                f"question {ask.id!r}: the reply gives no probability to {words} ({needs})",
+                reply.text,
+            )
+        p = shares[rubric.answers[0]]
+        if self._cache is not None:
+            await self._cache.put(key, {"p": p})
+        return p
 
     async def _ask(self, question: Question, sample: int, tally: Counter[str]) -> Any:
         """A validated answer to one question: from the cache, or asked (re-asked when the
@@ -357,7 +485,8 @@ class Judge:
             hit = await self._cache.get(key)
             if hit is not None:
                 tally["cached"] += 1
-                return parse(hit)
+                confidences = hit.pop(_CONFIDENCE, None) if isinstance(hit, dict) else None
+                return _with_confidences(parse(hit), confidences)
         chat = await self._chat()
         conversation = list(question.messages)
         problem, raw = "no reply", None
@@ -371,8 +500,12 @@ class Judge:
                     seed=None if self.seed is None else self.seed + sample,
                     reasoning_effort=self.reasoning_effort,
                     extra_body=self.extra_body,
+                    logprobs=self._logprobs,
                 )
             except JudgeRequestError as exc:
+                if self._logprobs is not None and rejects_logprobs(exc):
+                    self._logprobs = None  # the endpoint gives none: ask without, once per run
+                    return await self._ask(question, sample, tally)
                 if self._format_choice == "auto" and rejects_structured_output(exc):
                     if mode in _FALLBACK and self._mode == mode:
                         self._mode = _FALLBACK[mode]  # the endpoint cannot do it: step down once
@@ -398,9 +531,12 @@ class Judge:
                 except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError) as exc:
                     problem = f"the reply does not fit the schema: {_short(exc)}"
                 else:
+                    confidences = _confidences(question, reply, data, answer)
                     if self._cache is not None:
+                        if self._logprobs is not None and isinstance(data, dict):
+                            data = {**data, _CONFIDENCE: confidences}
                         await self._cache.put(key, data)
-                    return answer
+                    return _with_confidences(answer, confidences)
             conversation += [
                 {"role": "assistant", "content": reply.text},
                 {
@@ -420,6 +556,55 @@ def grade(cases: Any, **options: Any) -> CheckResults:
             return await judge.grade(cases)
 
     return asyncio.run(run())
+
+
+def _judge_fields(provenance: Provenance, exclude: set[str] | None = None) -> dict[str, Any]:
+    """The provenance as a key or a fingerprint holds it: without `logprobs` when they are not
+    asked, so the keys of a judge that never asks them are those it always had."""
+    found = provenance.model_dump(mode="json", exclude=exclude)
+    if found.get("logprobs") is None:
+        found.pop("logprobs", None)
+    return found
+
+
+Verdicts = SelectionVerdict | TrajectoryVerdict | list[ArgumentVerdict]
+
+
+def _confidences(
+    question: Question, reply: Reply, data: Any, answer: Verdicts
+) -> list[float | None]:
+    """Each verdict's probability, read from the reply's token logprobs (None where the reply
+    has none or the label cannot be located in it)."""
+    verdicts = answer if isinstance(answer, list) else [answer]
+    if not reply.tokens:
+        return [None] * len(verdicts)
+    labels = question.rubric.labels
+    if isinstance(answer, SelectionVerdict) and question.rubric.decide_action:
+        [needed] = label_distributions(reply.text, reply.tokens, "needed_action", ACTIONS) or [None]
+        [verdict] = label_distributions(reply.text, reply.tokens, "verdict", labels) or [None]
+        taken = taken_action(data, called=bool(question.calls))
+        return [selection_confidence(needed, verdict, taken, answer.verdict)]
+    found = label_distributions(reply.text, reply.tokens, "verdict", labels)
+    if len(found) != len(verdicts):
+        return [None] * len(verdicts)
+    return [None if d is None else d.get(v.verdict) for d, v in zip(found, verdicts, strict=True)]
+
+
+def _with_confidences(answer: Any, confidences: list[float | None] | None) -> Any:
+    """The verdicts with their confidence from logprobs set (or cleared: a judge's reply never
+    sets its own)."""
+    verdicts = answer if isinstance(answer, list) else [answer]
+    confidences = confidences or []
+    marked = [
+        v.model_copy(
+            update={
+                "confidence": c,
+                "confidence_source": "none" if c is None else "logprobs",
+            }
+        )
+        for v, c in zip(verdicts, [*confidences, *[None] * len(verdicts)], strict=False)
+    ]
+    return marked if isinstance(answer, list) else marked[0]
 
 
 def _short(exc: BaseException) -> str:

@@ -26,6 +26,9 @@ class Question:
     messages: list[dict[str, str]]
     schema: dict[str, Any]
     calls: tuple[int, ...] = ()
+    ungrounded: tuple[int, ...] = ()
+    """A scored arguments question: per call of `calls`, its values found nowhere in the
+    conversation."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ def questions_for(
             verdict="incorrect",
             category="unknown_tool",
             source="derived",
+            confidence=1.0,
         )
     else:
         rubric = rubrics.selection
@@ -70,7 +74,9 @@ def questions_for(
                 "selection",
                 rubric,
                 rubric.render(variables),
-                selection_schema(rubric.reasoning_max_length, rubric.decide_action),
+                {}
+                if rubric.scored
+                else selection_schema(rubric.reasoning_max_length, rubric.decide_action),
                 tuple(range(len(case.tool_calls))),
             )
         )
@@ -82,7 +88,10 @@ def questions_for(
         else:
             judged.append(index)
     rubric = rubrics.arguments
-    groups = [[i] for i in judged] if rubric.per_call else ([judged] if judged else [])
+    if rubric.scored:  # one question for every judged call: the case's prompt is shared
+        groups = [judged] if judged else []
+    else:
+        groups = [[i] for i in judged] if rubric.per_call else ([judged] if judged else [])
     for group in groups:
         chosen = {
             **variables,
@@ -94,8 +103,9 @@ def questions_for(
                 "arguments",
                 rubric,
                 rubric.render(chosen),
-                arguments_schema(group, rubric.reasoning_max_length),
+                {} if rubric.scored else arguments_schema(group, rubric.reasoning_max_length),
                 tuple(group),
+                tuple(sum(u["call"] == i for u in variables["ungrounded"]) for i in group),
             )
         )
     if trajectory and rubrics.trajectory is not None:

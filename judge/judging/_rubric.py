@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from jinja2 import StrictUndefined, Template, TemplateError, TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge._errors import JudgeError
 from judge.checks._outcome import RubricRef
@@ -62,6 +62,36 @@ class RenderError(RubricError, TemplateError):
     type, say): that case gets `judge_error`, the batch goes on."""
 
 
+class Asked(BaseModel):
+    """One narrow question of a scored rubric, asked after the rendered case and answered
+    with one token."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    text: str
+    """In an arguments rubric, `{call}` is the call's number (counted from 1)."""
+    when: Literal["always", "called", "not_called"] = "always"
+    """Asked only when the response calls a tool (`called`), or only when it does not."""
+
+
+class Combine(BaseModel):
+    """How the answers become a verdict: P(correct) = sigmoid(bias + sum of weight x
+    feature), a feature being the log-odds of a question's first answer (`yes`) or a count
+    from code (`ungrounded`: values of the call found nowhere in the conversation). The label
+    is `correct` when P(correct) >= threshold; its confidence is P(correct), or 1 - it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bias: float = 0.0
+    weights: dict[str, float]
+    threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
+
+
+CODE_FEATURES = frozenset(("ungrounded",))
+"""Features a scored rubric may weigh besides its questions."""
+
+
 class _Header(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -78,6 +108,15 @@ class _Header(BaseModel):
     """Selection only: the judge first names the action the request needs and the action the
     assistant took; the verdict follows from the two (for a small judge, which is better at
     classifying than at comparing)."""
+    answers: tuple[str, ...] = ()
+    """A scored rubric: its `questions` are answered with one of these words (the first
+    is the one that speaks for `correct`), read from token logprobs, never generated text."""
+    questions: tuple[Asked, ...] = ()
+    combine: dict[Literal["called", "not_called"], Combine] = Field(default_factory=dict)
+    """A scored rubric's combination, for responses with calls and without."""
+    max_prompt_chars: int | None = Field(default=None, ge=1000)
+    """A rendered case longer than this is cut in the middle, with a marker (a small judge's
+    context is short)."""
 
 
 def _neutralise(value: Any) -> Any:
@@ -98,6 +137,24 @@ _ENV = SandboxedEnvironment(
 _ENV.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
 
 
+def shorten(value: Any, limit: int = 300) -> str:
+    """Text (a value as JSON) cut to `limit` characters, with a visible marker of what is
+    left out: long values never push a case past the judge's context."""
+    text = value if isinstance(value, str) else _json_text(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit:,} more characters]"
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_ENV.filters["shorten"] = shorten
+
+
 @dataclass(frozen=True)
 class Rubric:
     """One loaded rubric."""
@@ -114,21 +171,38 @@ class Rubric:
     source: str
     template: Template = field(repr=False, compare=False)
     """Compiled once, when the rubric is loaded."""
+    answers: tuple[str, ...] = ()
+    questions: tuple[Asked, ...] = ()
+    combine: dict[str, Combine] = field(default_factory=dict, compare=False)
+    max_prompt_chars: int | None = None
+
+    @property
+    def scored(self) -> bool:
+        """Answered with one token per question, scored by logprobs (no generated JSON)."""
+        return bool(self.answers)
 
     @property
     def ref(self) -> RubricRef:
         return RubricRef(name=self.name, version=self.version, sha256=self.sha256)
 
     def render(self, variables: dict[str, Any]) -> list[dict[str, str]]:
-        """The chat messages for these variables: a system and a user message."""
+        """The chat messages for these variables: a system and a user message (cut in the
+        middle, with a marker, past the rubric's `max_prompt_chars`)."""
         try:
             context = self.template.new_context(variables)
-            return [
+            messages = [
                 {"role": role, "content": "".join(self.template.blocks[role](context)).strip()}
                 for role in ("system", "user")
             ]
         except Exception as exc:  # any error of the template's own code, for this case
             raise RenderError(f"{self.path}: {type(exc).__name__}: {exc}") from exc
+        limit = self.max_prompt_chars
+        user = messages[1]["content"]
+        if limit is not None and len(user) > limit:
+            head, tail = user[: limit * 2 // 3], user[len(user) - limit // 3 :]
+            left_out = len(user) - len(head) - len(tail)
+            messages[1]["content"] = f"{head}\n...[{left_out:,} characters left out]...\n{tail}"
+        return messages
 
 
 @dataclass(frozen=True)
@@ -218,6 +292,7 @@ def load_rubric(path: str | Path) -> Rubric:
     for block in ("system", "user"):
         if block not in template.blocks:
             raise RubricError(f"{path}: missing {{% block {block} %}}")
+    _check_scored(header, path)
     return Rubric(
         name=header.name,
         version=header.version,
@@ -230,7 +305,40 @@ def load_rubric(path: str | Path) -> Rubric:
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         source=body,
         template=template,
+        answers=header.answers,
+        questions=header.questions,
+        combine={str(branch): combine for branch, combine in header.combine.items()},
+        max_prompt_chars=header.max_prompt_chars,
     )
+
+
+def _check_scored(header: _Header, path: Path) -> None:
+    """A scored rubric's questions and combination fit together; other rubrics have none."""
+    if not header.answers:
+        if header.questions or header.combine:
+            raise RubricError(f"{path}: questions and combine need `answers` (the answer words)")
+        return
+    if header.dimension == "trajectory":
+        raise RubricError(f"{path}: a trajectory rubric cannot be scored")
+    if len(header.answers) < 2 or len(set(a.lower() for a in header.answers)) < len(header.answers):
+        raise RubricError(f"{path}: answers needs two or more distinct words")
+    if not header.questions:
+        raise RubricError(f"{path}: a scored rubric needs [[questions]]")
+    ids = [q.id for q in header.questions]
+    if len(set(ids)) < len(ids):
+        raise RubricError(f"{path}: two questions share an id")
+    for branch in ("called", "not_called"):
+        if branch not in header.combine:
+            if header.dimension == "arguments" and branch == "not_called":
+                continue  # argument verdicts are only ever about calls
+            raise RubricError(f"{path}: no [combine.{branch}]")
+        asked = {q.id for q in header.questions if q.when in ("always", branch)}
+        unknown = set(header.combine[branch].weights) - asked - CODE_FEATURES
+        if unknown:
+            raise RubricError(
+                f"{path}: [combine.{branch}] weighs {sorted(unknown)}, which are neither "
+                f"questions asked there ({sorted(asked)}) nor {sorted(CODE_FEATURES)}"
+            )
 
 
 def _split(text: str, path: Path) -> tuple[str, str, int]:

@@ -1,0 +1,318 @@
+"""Fitting the judge's decision on hand labels, by k-fold cross-validation, and the figures read
+from the held-out folds only: kappa, reliability and expected calibration error, risk-coverage.
+
+Per dimension, what is fitted depends on what the verdicts carry:
+- `scored`: verdicts of a scored rubric carry their answers (`features`): a small logistic
+  regression (scikit-learn) re-weighs them, per branch (responses with calls, without), and the
+  threshold on its P(correct) is the one with the best kappa on the training folds;
+- `platt`: other verdicts with a confidence (logprobs or samples) keep their labels; a logistic
+  map of the confidence (Platt scaling) makes it a calibrated probability that the label is
+  right.
+Derived verdicts (decided by code) are certain and fitted by nothing. Verdicts without any
+confidence fit nothing: the record then reports what it always did."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from judge.cases._case import Case
+from judge.checks._outcome import ArgumentVerdict, SelectionVerdict
+from judge.checks._result import CaseResult
+from judge.judging._rubric import Combine
+from judge.judging._scored import feature, logit, probability, sigmoid
+
+FOLDS = 5
+SEED = 20261201
+COVERAGES = (0.2, 0.4, 0.6, 0.8, 1.0)
+BINS = 5  # reliability bins over the confidence of the label, [0.5, 1]
+_MIN_CLASS = 2  # each class at least this often per branch, or the branch keeps its weights
+
+
+class Fitted(BaseModel):
+    """What `judge grade --calibration` applies to one dimension's verdicts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: Literal["scored", "platt"]
+    folds: int
+    threshold: float = 0.5
+    """`scored`: P(correct) at or above it is `correct`."""
+    combine: dict[str, Combine] = {}
+    """`scored`: the refitted weights per branch (`called`, `not_called`)."""
+    platt: tuple[float, float] | None = None
+    """`platt`: P(label right) = sigmoid(a x logit(confidence) + b)."""
+
+
+class Bin(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    low: float
+    high: float
+    n: int
+    confidence: float | None
+    """Mean confidence of the verdicts in the bin."""
+    accuracy: float | None
+    """Share of them that agree with the label."""
+
+
+class Coverage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    coverage: float
+    n: int
+    kappa: float | None
+    agreement: float | None
+    min_confidence: float | None
+    """The confidence of the least sure verdict kept: abstaining below it keeps this share."""
+
+
+class ConfidenceStats(BaseModel):
+    """How well the cross-validated confidence tells right verdicts from wrong ones."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: Literal["scored", "platt"]
+    folds: int
+    ece: float
+    reliability: tuple[Bin, ...]
+    risk_coverage: tuple[Coverage, ...]
+
+
+@dataclass
+class Item:
+    """One labelled case on one dimension: what the judge's verdicts say about it."""
+
+    label: bool
+    branch: str
+    calls: list[dict[str, float]] = field(default_factory=list)
+    """Per judged call (arguments) or one entry (selection): a scored rubric's features."""
+    confidence: float | None = None
+    """P(correct) as the judge gave it (from its label and confidence)."""
+    derived: bool = False
+
+
+@dataclass
+class Prediction:
+    p: float
+    """Cross-validated P(correct)."""
+    verdict: bool
+    confidence: float
+
+
+def items_of(
+    cases: Sequence[Case], results: Sequence[CaseResult], dimension: str
+) -> list[Item | None]:
+    """Each case's item on the dimension (None: no label, or no usable verdict)."""
+    found: list[Item | None] = []
+    for case, result in zip(cases, results, strict=True):
+        label = getattr(case.labels, dimension, None) if case.labels else None
+        judged = result.judge
+        if label is None or judged is None or judged.status != "ok":
+            found.append(None)
+            continue
+        branch = "called" if case.tool_calls else "not_called"
+        if dimension == "selection":
+            found.append(_selection_item(label == "correct", branch, judged.selection))
+        else:
+            found.append(_arguments_item(label == "correct", branch, judged.arguments))
+    return found
+
+
+def _p_correct(verdict: SelectionVerdict | ArgumentVerdict) -> float | None:
+    if verdict.confidence is None:
+        return None
+    return verdict.confidence if verdict.verdict == "correct" else 1 - verdict.confidence
+
+
+def _selection_item(label: bool, branch: str, verdict: SelectionVerdict | None) -> Item | None:
+    if verdict is None:
+        return None
+    if verdict.source == "derived":
+        return Item(label, branch, derived=True, confidence=0.0)
+    calls = [verdict.features] if verdict.features is not None else []
+    return Item(label, branch, calls, _p_correct(verdict))
+
+
+def _arguments_item(label: bool, branch: str, verdicts: Sequence[ArgumentVerdict]) -> Item | None:
+    applicable = [v for v in verdicts if v.verdict != "not_applicable"]
+    if not applicable:
+        return None
+    if any(v.source == "derived" for v in applicable):
+        return Item(label, branch, derived=True, confidence=0.0)
+    scores = [_p_correct(v) for v in applicable]
+    features = [v.features for v in applicable]
+    calls = [f for f in features if f is not None] if all(f is not None for f in features) else []
+    confidence = None if any(s is None for s in scores) else min(s for s in scores if s is not None)
+    return Item(label, branch, calls, confidence)
+
+
+def method_for(items: Sequence[Item]) -> Literal["scored", "platt"] | None:
+    judged = [i for i in items if not i.derived]
+    if not judged:
+        return None
+    if all(i.calls for i in judged):
+        return "scored"
+    if all(i.confidence is not None for i in judged):
+        return "platt"
+    return None
+
+
+def cross_validate(
+    items: Sequence[Item], method: Literal["scored", "platt"], defaults: dict[str, Combine]
+) -> list[Prediction]:
+    """Held-out predictions for every item: each fold predicted by a fit on the others."""
+    predictions: list[Prediction | None] = [None] * len(items)
+    for train, test in _folds([i.label for i in items]):
+        fitted = fit([items[i] for i in train], method, defaults, folds=FOLDS)
+        for index in test:
+            predictions[index] = predict(fitted, items[index])
+    return [p for p in predictions if p is not None]
+
+
+def fit(
+    items: Sequence[Item],
+    method: Literal["scored", "platt"],
+    defaults: dict[str, Combine],
+    *,
+    folds: int = FOLDS,
+) -> Fitted:
+    """Fit on these items: the weights per branch and the threshold, or the Platt map."""
+    judged = [i for i in items if not i.derived]
+    if method == "platt":
+        x = [[logit(_own(i))] for i in judged]
+        y = [((i.confidence or 0) >= 0.5) == i.label for i in judged]  # its own label right
+        coef = _logistic(x, y)
+        platt = None if coef is None else (coef[1][0], coef[0])
+        return Fitted(method="platt", folds=folds, platt=platt)
+    combine = dict(defaults)
+    for branch in defaults:
+        rows = [(c, i.label) for i in judged if i.branch == branch for c in _rows(i)]
+        names = sorted({name for c, _ in rows for name in c})
+        coef = _logistic([[feature(c, n) for n in names] for c, _ in rows], [y for _, y in rows])
+        if coef is not None:
+            bias, weights = coef
+            combine[branch] = Combine(
+                bias=bias, weights=dict(zip(names, weights, strict=True)), threshold=0.5
+            )
+    probe = Fitted(method="scored", folds=folds, combine=combine)
+    scores = [predict(probe, i).p for i in items]
+    threshold = best_threshold(scores, [i.label for i in items])
+    return probe.model_copy(update={"threshold": threshold})
+
+
+def _rows(item: Item) -> list[dict[str, float]]:
+    """Training rows of an item: a selection's one; an arguments case's calls when the label
+    is correct (every call is), or its one call when incorrect (which call is wrong is unknown
+    when there are several)."""
+    if item.label or len(item.calls) == 1:
+        return item.calls
+    return []
+
+
+def predict(fitted: Fitted, item: Item) -> Prediction:
+    if item.derived:
+        return Prediction(0.0, False, 1.0)
+    if fitted.method == "platt":
+        own = _own(item)
+        a, b = fitted.platt or (1.0, 0.0)
+        right = sigmoid(a * logit(own) + b)
+        says = (item.confidence or 0) >= 0.5
+        return Prediction(right if says else 1 - right, says, right)
+    combine = fitted.combine[item.branch]
+    p = min(probability(combine, features) for features in item.calls)
+    verdict = p >= fitted.threshold
+    return Prediction(p, verdict, p if verdict else 1 - p)
+
+
+def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The cut on P(correct) with the best kappa (ties: the one nearest 0.5)."""
+    best, chosen = -2.0, 0.5
+    for t in sorted({0.5, *(round(s, 4) for s in scores)}, key=lambda t: abs(t - 0.5)):
+        if not 0.02 <= t <= 0.98:
+            continue
+        k = kappa([s >= t for s in scores], labels)
+        if k is not None and k > best + 1e-9:
+            best, chosen = k, t
+    return chosen
+
+
+def kappa(verdicts: Sequence[bool], labels: Sequence[bool]) -> float | None:
+    n = len(labels)
+    if n == 0 or len(set(labels)) < 2:
+        return None
+    observed = sum(v == y for v, y in zip(verdicts, labels, strict=True)) / n
+    pv, py = sum(verdicts) / n, sum(labels) / n
+    expected = pv * py + (1 - pv) * (1 - py)
+    return None if expected >= 1 else (observed - expected) / (1 - expected)
+
+
+def confidence_stats(
+    method: Literal["scored", "platt"], predictions: Sequence[Prediction], labels: Sequence[bool]
+) -> ConfidenceStats:
+    right = [p.verdict == y for p, y in zip(predictions, labels, strict=True)]
+    bins = []
+    ece = 0.0
+    for b in range(BINS):
+        low, high = 0.5 + b * 0.5 / BINS, 0.5 + (b + 1) * 0.5 / BINS
+        inside = [
+            i
+            for i, p in enumerate(predictions)
+            if low <= p.confidence < high or (b == BINS - 1 and p.confidence == high)
+        ]
+        conf = sum(predictions[i].confidence for i in inside) / len(inside) if inside else None
+        acc = sum(right[i] for i in inside) / len(inside) if inside else None
+        if conf is not None and acc is not None:
+            ece += len(inside) / len(predictions) * abs(acc - conf)
+        bins.append(Bin(low=low, high=high, n=len(inside), confidence=conf, accuracy=acc))
+    order = sorted(range(len(predictions)), key=lambda i: -predictions[i].confidence)
+    coverage = []
+    for share in COVERAGES:
+        kept = order[: max(1, math.ceil(share * len(order)))] if order else []
+        verdicts = [predictions[i].verdict for i in kept]
+        kept_labels = [labels[i] for i in kept]
+        coverage.append(
+            Coverage(
+                coverage=share,
+                n=len(kept),
+                kappa=kappa(verdicts, kept_labels),
+                agreement=sum(right[i] for i in kept) / len(kept) if kept else None,
+                min_confidence=predictions[kept[-1]].confidence if kept else None,
+            )
+        )
+    return ConfidenceStats(
+        method=method,
+        folds=FOLDS,
+        ece=ece,
+        reliability=tuple(bins),
+        risk_coverage=tuple(coverage),
+    )
+
+
+def _own(item: Item) -> float:
+    """The confidence of the judge's own label."""
+    c = item.confidence or 0.0
+    return c if c >= 0.5 else 1 - c
+
+
+def _folds(labels: Sequence[bool]) -> list[tuple[list[int], list[int]]]:
+    from sklearn.model_selection import StratifiedKFold
+
+    smallest = min(sum(labels), len(labels) - sum(labels))
+    k = max(2, min(FOLDS, smallest))
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=SEED)
+    return [(list(a), list(b)) for a, b in splitter.split([[0]] * len(labels), labels)]
+
+
+def _logistic(x: list[list[float]], y: list[bool]) -> tuple[float, list[float]] | None:
+    """An L2-regularised logistic regression; None when a class is (nearly) missing."""
+    if min(sum(y), len(y) - sum(y)) < _MIN_CLASS or not x or not x[0]:
+        return None
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
+    return float(model.intercept_[0]), [float(w) for w in model.coef_[0]]

@@ -1,0 +1,163 @@
+"""Scored rubrics: narrow questions asked after the rendered case, each answered with one token
+whose probability is read from the logprobs, combined into a verdict by a small logistic model.
+
+Nothing is generated but the answer token, and a case's questions share its prompt up to the
+question, so a server with a prompt cache (llama.cpp) evaluates the case once."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from judge.checks._outcome import (
+    ArgumentProblem,
+    ArgumentVerdict,
+    SelectionCategory,
+    SelectionVerdict,
+)
+from judge.judging._rubric import CODE_FEATURES, Combine, Rubric
+
+ANSWER_LOGPROBS = 20
+"""Alternatives asked for the answer token (the answer words are looked for among them)."""
+_CLIP = 1e-4
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One question of a scored rubric, as sent: the case, then the question."""
+
+    id: str
+    call: int | None
+    messages: list[dict[str, str]]
+
+
+def asks(rubric: Rubric, rendered: list[dict[str, str]], calls: tuple[int, ...]) -> list[Ask]:
+    """The requests of one scored question: every question that applies, once per judged call
+    for arguments. The case comes first in each, identical, so its prefix is shared."""
+    system, user = rendered
+    branch = "called" if calls else "not_called"
+    words = " or ".join(rubric.answers)
+    found = []
+    for question in rubric.questions:
+        if question.when not in ("always", branch):
+            continue
+        for call in calls if rubric.dimension == "arguments" else (None,):
+            text = question.text if call is None else question.text.replace("{call}", str(call + 1))
+            content = f"{user['content']}\n\nQuestion: {text}\nAnswer with one word: {words}."
+            found.append(Ask(question.id, call, [system, {"role": "user", "content": content}]))
+    return found
+
+
+def probability(combine: Combine, features: dict[str, float]) -> float:
+    """P(correct) from the features: each question's P(first answer word), taken as log-odds
+    (0.5 where it was not asked), and the counts from code, as they are."""
+    z = combine.bias + sum(w * feature(features, name) for name, w in combine.weights.items())
+    return sigmoid(z)
+
+
+def feature(features: dict[str, float], name: str) -> float:
+    if name in CODE_FEATURES:
+        return features.get(name, 0.0)
+    return logit(features.get(name, 0.5))
+
+
+def logit(p: float) -> float:
+    p = min(max(p, _CLIP), 1 - _CLIP)
+    return math.log(p / (1 - p))
+
+
+def sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-max(min(z, 50.0), -50.0)))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A calibration's refit of a scored rubric's decision: weights per branch, threshold."""
+
+    combine: dict[str, Combine]
+    threshold: float
+
+
+def _decision(rubric: Rubric, branch: str, fitted: Fit | None) -> tuple[Combine, float]:
+    if fitted is not None and branch in fitted.combine:
+        return fitted.combine[branch], fitted.threshold
+    combine = rubric.combine[branch]
+    return combine, combine.threshold
+
+
+def _described(
+    rubric: Rubric, answers: dict[str, float], counts: dict[str, float], p: float, threshold: float
+) -> str:
+    first, second = rubric.answers[0], rubric.answers[1]
+    said = [
+        f"{name}: {first if value >= 0.5 else second} ({value:.2f})"
+        for name, value in answers.items()
+    ]
+    if counts.get("ungrounded"):
+        said.append(f"{counts['ungrounded']:g} value(s) found nowhere in the conversation")
+    return "; ".join(said) + f". P(correct) = {p:.2f} (threshold {threshold:g})."
+
+
+def selection_verdict(
+    rubric: Rubric, answers: dict[str, float], called: bool, fitted: Fit | None = None
+) -> SelectionVerdict:
+    """The selection verdict of a scored rubric (with the weights and threshold a calibration
+    fitted, when given). The category comes from the answers to the questions `needs_call`,
+    `should_ask` and `asks`, where the rubric has them."""
+    combine, threshold = _decision(rubric, "called" if called else "not_called", fitted)
+    p = probability(combine, answers)
+    correct = p >= threshold
+    category: SelectionCategory
+    asked = answers.get("asks", 0.0) >= 0.5
+    if called:
+        if correct:
+            category = "right_call"
+        elif answers.get("needs_call", 1.0) < 0.5:
+            category = "unnecessary_call"
+        elif answers.get("should_ask", 0.0) >= 0.5:
+            category = "should_ask"
+        else:
+            category = "wrong_tool"
+    elif correct:
+        category = "right_ask" if asked else "right_no_call"
+    else:
+        category = "needless_ask" if asked else "missing_call"
+    return SelectionVerdict(
+        reasoning=_described(rubric, answers, {}, p, threshold),
+        verdict="correct" if correct else "incorrect",
+        category=category,
+        confidence=p if correct else 1 - p,
+        confidence_source="logprobs",
+        features=dict(answers),
+    )
+
+
+def argument_verdict(
+    rubric: Rubric,
+    call: int,
+    answers: dict[str, float],
+    ungrounded: int,
+    fitted: Fit | None = None,
+) -> ArgumentVerdict:
+    """One call's argument verdict of a scored rubric. Problems come from the answers to
+    `made_up` and `missing`, and from the values found nowhere in the conversation."""
+    combine, threshold = _decision(rubric, "called", fitted)
+    counts = {"ungrounded": float(ungrounded)}
+    p = probability(combine, {**answers, **counts})
+    correct = p >= threshold
+    problems: list[ArgumentProblem] = []
+    if not correct:
+        if ungrounded or answers.get("made_up", 0.0) >= 0.5:
+            problems.append("hallucinated_value")
+        if answers.get("missing", 0.0) >= 0.5:
+            problems.append("partial")
+        problems = problems or ["other"]
+    return ArgumentVerdict(
+        call=call,
+        reasoning=_described(rubric, answers, counts, p, threshold),
+        verdict="correct" if correct else "incorrect",
+        problems=tuple(problems),
+        confidence=p if correct else 1 - p,
+        confidence_source="logprobs",
+        features={**answers, **counts},
+    )

@@ -1,0 +1,184 @@
+"""Calibration that fits the judge's decision by cross-validation and reports its confidence:
+the threshold, the refitted weights of a scored rubric, Platt maps, reliability and
+risk-coverage, and `judge grade --calibration` applying what was fitted."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.calibrate._fit import (
+    Item,
+    Prediction,
+    best_threshold,
+    confidence_stats,
+    cross_validate,
+    fit,
+    kappa,
+    predict,
+)
+from judge.judging._rubric import Combine, builtin_rubrics_dir
+from tests.chat_server import ChatServer, Reply, one_token, serving
+from tests.helpers import call, case
+from tests.test_calibration import invoke
+
+T, F = True, False
+
+
+def test_the_threshold_is_the_cut_with_the_best_kappa() -> None:
+    scores = [0.9, 0.8, 0.6, 0.4, 0.3, 0.2]
+    labels = [T, T, F, T, F, F]
+    # t=0.8: [T,T,F,F,F,F], agreement 5/6, chance 1/2: kappa 2/3. t=0.4: [T,T,T,T,F,F],
+    # 5/6 and 1/2 again: 2/3. t=0.6: 4/6: 1/3. The tie goes to the cut nearest 0.5.
+    assert kappa([s >= 0.8 for s in scores], labels) == pytest.approx(2 / 3)
+    assert kappa([s >= 0.6 for s in scores], labels) == pytest.approx(1 / 3)
+    assert best_threshold(scores, labels) == 0.4
+
+
+def test_reliability_and_risk_coverage_by_hand() -> None:
+    # Five verdicts, most confident first; the third and fifth disagree with the label.
+    predictions = [
+        Prediction(0.95, T, 0.95),
+        Prediction(0.1, F, 0.9),
+        Prediction(0.75, T, 0.75),
+        Prediction(0.35, F, 0.65),
+        Prediction(0.55, T, 0.55),
+    ]
+    labels = [T, F, F, F, F]
+    stats = confidence_stats("scored", predictions, labels)
+    by_bin = {(round(b.low, 1), b.n): b for b in stats.reliability}
+    assert by_bin[(0.5, 1)].accuracy == 0.0 and by_bin[(0.5, 1)].confidence == 0.55
+    assert by_bin[(0.9, 2)].accuracy == 1.0 and by_bin[(0.9, 2)].confidence == pytest.approx(0.925)
+    # ECE: (1 x |0 - .55| + 1 x |1 - .65| + 1 x |0 - .75| + 2 x |1 - .925|) / 5
+    assert stats.ece == pytest.approx((0.55 + 0.35 + 0.75 + 0.15) / 5)
+    rows = {round(r.coverage, 1): r for r in stats.risk_coverage}
+    assert [r.n for r in stats.risk_coverage] == [1, 2, 3, 4, 5]
+    assert rows[0.4].agreement == 1.0 and rows[0.4].kappa == pytest.approx(1.0)
+    assert rows[0.6].agreement == pytest.approx(2 / 3)
+    assert rows[1.0].agreement == pytest.approx(3 / 5)
+    assert rows[0.4].min_confidence == 0.9 and rows[1.0].min_confidence == 0.55
+    assert rows[0.2].kappa is None  # one label class: no kappa
+
+
+DEFAULTS = {"called": Combine(bias=0.0, weights={"needs_call": 1.0})}
+
+
+def scored_items(n: int, flip: int = 0) -> list[Item]:
+    """Items whose answer says it all (`needs_call` high iff correct), `flip` of them lying."""
+    items = []
+    for i in range(n):
+        label = i % 2 == 0
+        says = label if i >= flip else not label
+        items.append(Item(label, "called", [{"needs_call": 0.85 if says else 0.2}], 0.5))
+    return items
+
+
+def test_cross_validation_predicts_each_fold_from_the_others() -> None:
+    items = scored_items(20)
+    predictions = cross_validate(items, "scored", DEFAULTS)
+    assert [p.verdict for p in predictions] == [i.label for i in items]
+    fitted = fit(items, "scored", DEFAULTS)
+    assert fitted.method == "scored" and fitted.combine["called"].weights["needs_call"] > 0
+    p_yes = predict(fitted, Item(True, "called", [{"needs_call": 0.85}]))
+    assert p_yes.verdict and p_yes.p > 0.5
+    # A liar among the training folds cannot be predicted right when it is held out.
+    lying = cross_validate(scored_items(20, flip=2), "scored", DEFAULTS)
+    assert sum(p.verdict != i.label for p, i in zip(lying, scored_items(20, 2), strict=True)) == 2
+
+
+def test_a_branch_with_one_class_keeps_the_rubric_weights() -> None:
+    items = [Item(True, "called", [{"needs_call": 0.9}], 0.5)] * 6
+    items += [
+        Item(i % 2 == 0, "not_called", [{"asks": 0.9 if i % 2 == 0 else 0.1}]) for i in range(8)
+    ]
+    defaults = {**DEFAULTS, "not_called": Combine(weights={"asks": 1.0})}
+    fitted = fit(items, "scored", defaults)
+    assert fitted.combine["called"] == DEFAULTS["called"]
+    assert fitted.combine["not_called"] != defaults["not_called"]
+
+
+def test_platt_maps_an_overconfident_judge_to_its_hit_rate() -> None:
+    # Always 95% sure of "correct", right 6 times in 10.
+    items = [Item(i < 6, "called", [], 0.95) for i in range(10)] * 3
+    fitted = fit(items, "platt", {})
+    assert fitted.platt is not None
+    a, b = fitted.platt
+    mapped = 1 / (1 + math.exp(-(a * math.log(0.95 / 0.05) + b)))
+    assert mapped == pytest.approx(0.6, abs=0.03)
+    prediction = predict(fitted, items[0])
+    assert prediction.verdict is True and prediction.confidence == pytest.approx(mapped)
+
+
+def test_derived_verdicts_are_never_fitted() -> None:
+    fitted = fit(scored_items(10), "scored", DEFAULTS)
+    derived = predict(fitted, Item(True, "called", derived=True))
+    assert (derived.verdict, derived.confidence) == (False, 1.0)
+
+
+# -- end to end: judge calibrate, then judge grade --calibration ---------------------------------
+
+QUICK = builtin_rubrics_dir("quick")
+
+
+def marked(i: int, good: bool) -> dict[str, Any]:
+    label = "correct" if good else "incorrect"
+    return case(
+        [call("get_weather", {"city": "Paris"})],
+        messages=[
+            {"role": "user", "content": f"weather in Paris ({'GOOD' if good else 'BAD'} {i})"}
+        ],
+    ) | {"id": f"q{i}", "labels": {"selection": label, "arguments": label}}
+
+
+def by_marker(body: dict[str, Any]) -> Reply:
+    """Every question answered `yes` at 0.62 on GOOD cases and 0.58 on BAD ones: the rubric's
+    own decision cannot tell them apart, a fitted threshold can."""
+    return one_token(0.62 if "GOOD" in body["messages"][-1]["content"] else 0.58)
+
+
+def test_calibrate_fits_a_scored_judge_and_grade_applies_it(tmp_path: Path) -> None:
+    path = tmp_path / "sample.jsonl"
+    path.write_text("".join(json.dumps(marked(i, i % 2 == 0)) + "\n" for i in range(30)))
+    record_path = tmp_path / "calibration.json"
+    with serving(by_marker) as server:
+        done = invoke(
+            server, tmp_path, "calibrate", str(path), "-o", str(record_path),
+            "--rubrics", str(QUICK), "--report", str(tmp_path / "r.html"),
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        record = json.loads(record_path.read_text())
+        for name in ("selection", "arguments"):
+            assert record["fitted"][name]["method"] == "scored"
+            assert record["dimensions"][name]["kappa"] == 1.0  # cross-validated
+            coverage = record["confidence"][name]["risk_coverage"]
+            assert [c["coverage"] for c in coverage] == [0.2, 0.4, 0.6, 0.8, 1.0]
+            assert 0 <= record["confidence"][name]["ece"] <= 1
+        assert "reliability" in (tmp_path / "r.html").read_text()
+        assert "abstain below" in done.output
+        graded = grade(server, tmp_path, record_path)
+        plain = grade(server, tmp_path, None)
+    assert graded["q1"] == ("incorrect", "incorrect") and graded["q0"] == ("correct", "correct")
+    assert len(set(plain.values())) == 1  # without the fit, GOOD and BAD look the same
+
+
+def grade(server: ChatServer, tmp_path: Path, record: Path | None) -> dict[str, tuple[str, str]]:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(marked(0, True)) + "\n" + json.dumps(marked(1, False)) + "\n")
+    out = tmp_path / f"graded-{record is not None}.jsonl"
+    extra = ["--calibration", str(record)] if record else []
+    done = invoke(
+        server, tmp_path, "grade", str(cases), "-o", str(out), "--rubrics", str(QUICK), *extra
+    )
+    assert done.exit_code == 0, done.output
+    found = {}
+    for line in out.read_text().splitlines():
+        judged = json.loads(line)["judge"]
+        found[json.loads(line)["id"]] = (
+            judged["selection"]["verdict"],
+            judged["arguments"][0]["verdict"],
+        )
+    return found

@@ -1,0 +1,172 @@
+"""Scored rubrics: one-token questions after a shared prompt, combined into verdicts with a
+confidence, against a scripted server that returns logprobs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.judging._rubric import RubricError, builtin_rubrics_dir, load_rubric, load_rubrics
+from judge.judging._scored import probability
+from tests.chat_server import Reply, completion, one_token, serving
+from tests.helpers import call, case
+from tests.test_judge import NO_CALL, PARIS, TWO_CALLS, make_judge, run
+
+QUICK = builtin_rubrics_dir("quick")
+ANSWERS = {"needs_call": 0.9, "all_needed": 0.2, "asks": 0.7, "match": 0.8}
+
+
+def by_question(body: dict[str, Any]) -> Reply:
+    """P(yes) by the question's id, found from its text in the shipped rubric."""
+    question = body["messages"][-1]["content"].rsplit("Question: ", 1)[1]
+    rubrics = load_rubrics(QUICK)
+    for rubric in (rubrics.selection, rubrics.arguments):
+        for asked in rubric.questions:
+            if question.startswith(asked.text.split("{call}")[0]):
+                return one_token(ANSWERS[asked.id], cached=50)
+    raise AssertionError(question)
+
+
+def logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def test_each_question_is_one_token_after_the_same_case(tmp_path: Path) -> None:
+    with serving(by_question) as server:
+        [result] = run(make_judge(server, tmp_path, rubrics=QUICK, samples=3), [TWO_CALLS])
+        bodies = [r.body for r in server.chat_requests]
+    rubrics = load_rubrics(QUICK)
+    asked = [q for q in rubrics.selection.questions if q.when != "not_called"]
+    assert len(bodies) == len(asked) + 2 * len(rubrics.arguments.questions)  # no samples
+    for body in bodies:
+        assert body["max_tokens"] == 1 and body["logprobs"] is True
+        assert body["top_logprobs"] == 20
+        assert "response_format" not in body and "tools" not in body
+    prompts = {b["messages"][-1]["content"].rsplit("\n\nQuestion: ", 1)[0] for b in bodies}
+    assert len(prompts) == 1  # every question of the case, both dimensions, shares the case
+    outcome = result.judge
+    assert outcome is not None and outcome.status == "ok"
+    assert outcome.usage.cached_prompt_tokens == 50 * len(bodies)
+    assert [a.call for a in outcome.arguments] == [0, 1]
+    assert outcome.selection is not None
+    assert outcome.selection.confidence_source == "logprobs"
+    assert {v.confidence_source for v in outcome.arguments} == {"logprobs"}
+
+
+def test_the_answers_combine_as_the_rubric_says(tmp_path: Path) -> None:
+    with serving(by_question) as server:
+        [paris, hello] = run(make_judge(server, tmp_path, rubrics=QUICK), [PARIS, NO_CALL])
+    rubrics = load_rubrics(QUICK)
+    assert paris.judge is not None and paris.judge.selection is not None
+    combine = rubrics.selection.combine["called"]
+    z = combine.bias + sum(w * logit(ANSWERS[k]) for k, w in combine.weights.items())
+    p = 1 / (1 + math.exp(-z))
+    selection = paris.judge.selection
+    assert selection.verdict == ("correct" if p >= combine.threshold else "incorrect")
+    assert selection.confidence == pytest.approx(p if selection.verdict == "correct" else 1 - p)
+    assert selection.features is not None
+    for name, value in selection.features.items():
+        assert value == pytest.approx(ANSWERS[name])
+    assert f"P(correct) = {p:.2f}" in selection.reasoning
+    [argument] = paris.judge.arguments
+    combine = rubrics.arguments.combine["called"]
+    z = combine.bias + sum(
+        w * (logit(ANSWERS[k]) if k in ANSWERS else 0.0) for k, w in combine.weights.items()
+    )
+    assert argument.confidence == pytest.approx(max(1 / (1 + math.exp(-z)), 1 / (1 + math.exp(z))))
+    assert hello.judge is not None and hello.judge.selection is not None
+    assert hello.judge.arguments == ()
+    assert set(hello.judge.selection.features or {}) <= {
+        q.id for q in rubrics.selection.questions if q.when != "called"
+    }
+
+
+def test_values_found_nowhere_weigh_against_the_arguments(tmp_path: Path) -> None:
+    made_up = case([call("get_weather", {"city": "Paris", "days": 9})]) | {"id": "m"}
+    with serving(by_question) as server:
+        [plain, odd] = run(make_judge(server, tmp_path, rubrics=QUICK), [PARIS, made_up])
+    assert plain.judge is not None and odd.judge is not None
+    [a], [b] = plain.judge.arguments, odd.judge.arguments
+    assert b.features is not None and b.features["ungrounded"] == 1.0
+    p_plain = a.confidence if a.verdict == "correct" else 1 - (a.confidence or 0)
+    p_odd = b.confidence if b.verdict == "correct" else 1 - (b.confidence or 0)
+    assert p_odd is not None and p_plain is not None and p_odd < p_plain
+
+
+def test_answers_are_cached(tmp_path: Path) -> None:
+    with serving(by_question) as server:
+        [first] = run(make_judge(server, tmp_path, rubrics=QUICK), [PARIS])
+        asked = len(server.chat_requests)
+        [again] = run(make_judge(server, tmp_path, rubrics=QUICK), [PARIS])
+        assert len(server.chat_requests) == asked
+    assert again.judge is not None and again.judge.usage.cached == asked
+    assert first.judge is not None
+    assert again.judge.selection == first.judge.selection
+
+
+def test_an_endpoint_without_logprobs_is_a_judge_error_that_says_why(tmp_path: Path) -> None:
+    with serving(lambda body: Reply(body=completion("yes"))) as server:
+        [result] = run(make_judge(server, tmp_path, rubrics=QUICK), [PARIS])
+    assert result.judge is not None and result.judge.status == "judge_error"
+    assert "returns token logprobs" in (result.judge.error or "")
+
+
+def test_long_values_are_cut_with_a_marker(tmp_path: Path) -> None:
+    long = case([call("get_weather", {"city": "Paris " * 5000})]) | {"id": "long"}
+    long["messages"] = [{"role": "user", "content": "x" * 30_000}]
+    with serving(by_question) as server:
+        [result] = run(make_judge(server, tmp_path, rubrics=QUICK), [long])
+        prompt = server.chat_requests[0].body["messages"][-1]["content"]
+    assert result.judge is not None and result.judge.status == "ok"
+    assert "more characters]" in prompt
+    assert len(prompt) < 13_000
+
+
+def header(extra: str) -> str:
+    return (
+        '+++\nname = "s"\nversion = "1"\ndimension = "selection"\n'
+        f'labels = ["correct", "incorrect"]\n{extra}+++\n'
+        "{% block system %}s{% endblock %}{% block user %}u{% endblock %}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('[[questions]]\nid = "a"\ntext = "?"\n', "need `answers`"),
+        ('answers = ["yes", "no"]\n', "needs [[questions]]"),
+        (
+            'answers = ["yes", "no"]\n[[questions]]\nid = "a"\ntext = "?"\n'
+            "[combine.called]\nweights = { a = 1.0 }\n",
+            "no [combine.not_called]",
+        ),
+        (
+            'answers = ["yes", "no"]\n[[questions]]\nid = "a"\ntext = "?"\nwhen = "called"\n'
+            "[combine.called]\nweights = { a = 1.0 }\n"
+            "[combine.not_called]\nweights = { a = 1.0 }\n",
+            "weighs ['a']",
+        ),
+        ('answers = ["yes", "Yes"]\n[[questions]]\nid = "a"\ntext = "?"\n', "distinct"),
+    ],
+)
+def test_a_scored_rubric_that_does_not_fit_together_is_refused(
+    tmp_path: Path, extra: str, message: str
+) -> None:
+    path = tmp_path / "s.j2"
+    path.write_text(header(extra))
+    with pytest.raises(RubricError, match=message.replace("[", r"\[").replace("`", ".")):
+        load_rubric(path)
+
+
+def test_probability_is_the_logistic_of_the_weighted_log_odds() -> None:
+    rubric = load_rubrics(QUICK).arguments
+    combine = rubric.combine["called"].model_copy(
+        update={"bias": 0.5, "weights": {"match": 2.0, "ungrounded": -1.0}}
+    )
+    z = 0.5 + 2.0 * logit(0.8) - 1.0 * 2
+    assert probability(combine, {"match": 0.8, "ungrounded": 2}) == pytest.approx(
+        1 / (1 + math.exp(-z))
+    )
