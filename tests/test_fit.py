@@ -32,11 +32,12 @@ T, F = True, False
 def test_the_threshold_is_the_cut_with_the_best_kappa() -> None:
     scores = [0.9, 0.8, 0.6, 0.4, 0.3, 0.2]
     labels = [T, T, F, T, F, F]
-    # t=0.8: [T,T,F,F,F,F], agreement 5/6, chance 1/2: kappa 2/3. t=0.4: [T,T,T,T,F,F],
-    # 5/6 and 1/2 again: 2/3. t=0.6: 4/6: 1/3. The tie goes to the cut nearest 0.5.
-    assert kappa([s >= 0.8 for s in scores], labels) == pytest.approx(2 / 3)
-    assert kappa([s >= 0.6 for s in scores], labels) == pytest.approx(1 / 3)
-    assert best_threshold(scores, labels) == 0.4
+    # Cuts: 0.5 and the midpoints 0.25, 0.35, 0.5, 0.7, 0.85. At 0.7: [T,T,F,F,F,F],
+    # agreement 5/6, chance 1/2: kappa 2/3. At 0.35: [T,T,T,T,F,F], 5/6 and 1/2 again: 2/3.
+    # At 0.5: 4/6: 1/3. The tie goes to the cut nearest 0.5.
+    assert kappa([s >= 0.7 for s in scores], labels) == pytest.approx(2 / 3)
+    assert kappa([s >= 0.5 for s in scores], labels) == pytest.approx(1 / 3)
+    assert best_threshold(scores, labels) == pytest.approx(0.35)
 
 
 def test_reliability_and_risk_coverage_by_hand() -> None:

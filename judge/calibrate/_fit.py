@@ -81,6 +81,16 @@ class ConfidenceStats(BaseModel):
     ece: float
     reliability: tuple[Bin, ...]
     risk_coverage: tuple[Coverage, ...]
+    confidences: tuple[float, ...] = ()
+    """Every cross-validated confidence, most sure first: where `--coverage` cuts."""
+    at_coverage: Coverage | None = None
+    """At the coverage `judge calibrate --coverage` asked for: what its gate reads."""
+
+    def cut(self, coverage: float) -> float:
+        """The confidence that keeps this share of verdicts (abstaining below it)."""
+        if not self.confidences:
+            return 0.0
+        return self.confidences[max(1, math.ceil(coverage * len(self.confidences))) - 1]
 
 
 @dataclass
@@ -230,9 +240,12 @@ def predict(fitted: Fitted, item: Item) -> Prediction:
 
 
 def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """The cut on P(correct) with the best kappa (ties: the one nearest 0.5)."""
+    """The cut on P(correct) with the best kappa: 0.5, or a midpoint between two neighbouring
+    scores (ties: the one nearest 0.5)."""
     best, chosen = -2.0, 0.5
-    for t in sorted({0.5, *(round(s, 4) for s in scores)}, key=lambda t: abs(t - 0.5)):
+    ordered = sorted(set(scores))
+    cuts = {0.5, *((a + b) / 2 for a, b in zip(ordered, ordered[1:], strict=False))}
+    for t in sorted(cuts, key=lambda t: abs(t - 0.5)):
         if not 0.02 <= t <= 0.98:
             continue
         k = kappa([s >= t for s in scores], labels)
@@ -252,7 +265,10 @@ def kappa(verdicts: Sequence[bool], labels: Sequence[bool]) -> float | None:
 
 
 def confidence_stats(
-    method: Literal["scored", "platt"], predictions: Sequence[Prediction], labels: Sequence[bool]
+    method: Literal["scored", "platt"],
+    predictions: Sequence[Prediction],
+    labels: Sequence[bool],
+    coverage: float | None = None,
 ) -> ConfidenceStats:
     right = [p.verdict == y for p, y in zip(predictions, labels, strict=True)]
     bins = []
@@ -270,26 +286,26 @@ def confidence_stats(
             ece += len(inside) / len(predictions) * abs(acc - conf)
         bins.append(Bin(low=low, high=high, n=len(inside), confidence=conf, accuracy=acc))
     order = sorted(range(len(predictions)), key=lambda i: -predictions[i].confidence)
-    coverage = []
-    for share in COVERAGES:
+
+    def at(share: float) -> Coverage:
         kept = order[: max(1, math.ceil(share * len(order)))] if order else []
         verdicts = [predictions[i].verdict for i in kept]
-        kept_labels = [labels[i] for i in kept]
-        coverage.append(
-            Coverage(
-                coverage=share,
-                n=len(kept),
-                kappa=kappa(verdicts, kept_labels),
-                agreement=sum(right[i] for i in kept) / len(kept) if kept else None,
-                min_confidence=predictions[kept[-1]].confidence if kept else None,
-            )
+        return Coverage(
+            coverage=share,
+            n=len(kept),
+            kappa=kappa(verdicts, [labels[i] for i in kept]),
+            agreement=sum(right[i] for i in kept) / len(kept) if kept else None,
+            min_confidence=predictions[kept[-1]].confidence if kept else None,
         )
+
     return ConfidenceStats(
         method=method,
         folds=FOLDS,
         ece=ece,
         reliability=tuple(bins),
-        risk_coverage=tuple(coverage),
+        risk_coverage=tuple(at(share) for share in COVERAGES),
+        confidences=tuple(predictions[i].confidence for i in order),
+        at_coverage=None if coverage is None else at(coverage),
     )
 
 

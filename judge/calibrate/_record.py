@@ -95,6 +95,9 @@ class CalibrationRecord(BaseModel):
     dimensions: dict[str, DimensionStats]
     deterministic: dict[str, DimensionStats] = Field(default_factory=dict)
     """The same statistics for the deterministic checks, where cases have expected calls."""
+    coverage: float | None = None
+    """`judge calibrate --coverage`: the gate reads the kappa of the most confident share of
+    verdicts (`confidence.<name>.at_coverage`), the rest being left to abstention."""
     fitted: dict[str, Fitted] = Field(default_factory=dict)
     """Per dimension, the decision fitted on the labels (for a judge whose verdicts carry a
     confidence): `judge grade --calibration` applies it. `dimensions` then holds the
@@ -116,9 +119,12 @@ def judge_verdict(result: CaseResult, dimension: Dimension) -> tuple[str | None,
     judged = result.judge
     if judged is None or judged.status != "ok":
         return None, "judge_error" if judged and judged.status == "judge_error" else "no_verdict"
-    if dimension == "selection":
-        return (judged.selection.verdict if judged.selection else None), "no_verdict"
-    return judged.arguments_verdict, "no_verdict"
+    verdict = judged.selection.verdict if dimension == "selection" and judged.selection else None
+    if dimension == "arguments":
+        verdict = judged.arguments_verdict
+    if verdict == "uncertain":
+        return None, "uncertain"
+    return verdict, "no_verdict"
 
 
 def check_verdict(result: CaseResult, dimension: Dimension) -> tuple[str | None, str]:
@@ -142,7 +148,7 @@ def pairs_of(
         if label is None:
             excluded["no_label"] += 1
         elif verdict is None:
-            excluded[reason] += 1
+            excluded[reason] = excluded.get(reason, 0) + 1
         else:
             pairs.append((label, verdict))
     return pairs, excluded
@@ -234,6 +240,7 @@ def build_record(
     results_path: str,
     disagreements_path: str,
     defaults: dict[str, dict[str, Combine]] | None = None,
+    coverage: float | None = None,
 ) -> CalibrationRecord:
     """The record of a calibration run. `defaults`: per dimension, a scored rubric's own
     weights (what a branch keeps when the labels cannot refit it)."""
@@ -243,10 +250,15 @@ def build_record(
     confidence: dict[str, ConfidenceStats] = {}
     for dimension in DIMENSIONS:
         pairs, excluded = pairs_of(cases, results, dimension)
-        found = fit_dimension(cases, results, dimension, (defaults or {}).get(dimension, {}))
+        found = fit_dimension(
+            cases, results, dimension, (defaults or {}).get(dimension, {}), coverage
+        )
         if found is not None:
             pairs, fitted[dimension], confidence[dimension] = found
-        dimensions[dimension] = dimension_stats(pairs, excluded, threshold, strict)
+        stats = dimension_stats(pairs, excluded, threshold, strict)
+        if coverage is not None:
+            stats = _gated_at_coverage(stats, confidence.get(dimension), threshold, coverage)
+        dimensions[dimension] = stats
         check, check_excluded = pairs_of(cases, results, dimension, check_verdict)
         if check:
             deterministic[dimension] = dimension_stats(check, check_excluded)
@@ -266,11 +278,29 @@ def build_record(
         deterministic=deterministic,
         fitted=fitted,
         confidence=confidence,
+        coverage=coverage,
     )
 
 
+def _gated_at_coverage(
+    stats: DimensionStats, confidence: ConfidenceStats | None, threshold: float, coverage: float
+) -> DimensionStats:
+    kept = confidence.at_coverage if confidence is not None else None
+    if kept is None:
+        note = f"no confidence to abstain on: kappa at coverage {coverage:.0%} cannot be measured"
+        return stats.model_copy(update={"passed": False, "note": note})
+    passed = kept.kappa is not None and kept.kappa >= threshold
+    shown = "n/a" if kept.kappa is None else f"{kept.kappa:.2f}"
+    note = f"gated at coverage {coverage:.0%}: kappa {shown} on the {kept.n} most confident"
+    return stats.model_copy(update={"passed": passed, "note": note})
+
+
 def fit_dimension(
-    cases: list[Case], results: list[CaseResult], dimension: Dimension, defaults: dict[str, Combine]
+    cases: list[Case],
+    results: list[CaseResult],
+    dimension: Dimension,
+    defaults: dict[str, Combine],
+    coverage: float | None = None,
 ) -> tuple[list[tuple[str, str]], Fitted, ConfidenceStats] | None:
     """The cross-validated (label, verdict) pairs of the fitted decision, the fit on all the
     labels, and the confidence figures; None when the verdicts carry nothing to fit or the
@@ -284,7 +314,7 @@ def fit_dimension(
         return None
     predictions = cross_validate(items, method, defaults)
     pairs = [(_name(i.label), _name(p.verdict)) for i, p in zip(items, predictions, strict=True)]
-    stats = confidence_stats(method, predictions, labels)
+    stats = confidence_stats(method, predictions, labels, coverage)
     return pairs, fit(items, method, defaults), stats
 
 
@@ -344,6 +374,11 @@ def check_gate(
             f"{source} was measured for another judge (differs in: "
             f"{', '.join(changed)}): calibrate this judge, or pass --force"
         )
+    if record.coverage is not None:
+        for name, stats in record.dimensions.items():
+            if not stats.passed:
+                raise GateRefusal(f"{source}: {name}: {stats.note}; pass --force to run untrusted")
+        return
     for name, stats in record.dimensions.items():
         if stats.kappa is None:
             raise GateRefusal(

@@ -28,15 +28,45 @@ STRATA: dict[str, Callable[[Case], str]] = {
 """The ways to stratify; `meta.KEY` stratifies by any key of a case's `meta` too."""
 
 
-def stratum_key(case: Case, fields: list[str]) -> tuple[str, ...]:
+def judged_states(path: str) -> dict[str, str]:
+    """Per case id of a `judge grade` results file: `uncertain` when the judge abstained on
+    any verdict of it, `decided` when it judged it, `not judged` otherwise."""
+    states: dict[str, str] = {}
+    with Path(path).open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = loads(line)
+                judged = row.get("judge") or {}
+                verdicts = [judged.get("selection") or {}, *(judged.get("arguments") or [])]
+                case_id = str(row["id"])
+            except (ValueError, KeyError, AttributeError, TypeError) as exc:
+                raise InputError(f"{path}:{number}: not a judge grade result: {exc}") from None
+            if judged.get("status") != "ok":
+                states[case_id] = "not judged"
+            elif any(v.get("verdict") == "uncertain" for v in verdicts if isinstance(v, dict)):
+                states[case_id] = "uncertain"
+            else:
+                states[case_id] = "decided"
+    return states
+
+
+def stratum_key(
+    case: Case, fields: list[str], judged: dict[str, str] | None = None
+) -> tuple[str, ...]:
     key = []
     for name in fields:
-        if name.startswith("meta."):
+        if name == "judge":
+            if judged is None:
+                raise ValueError("stratifying by judge needs --results (judge grade output)")
+            key.append(judged.get(case.id, "not judged"))
+        elif name.startswith("meta."):
             key.append(str(case.meta.get(name.removeprefix("meta."), "(none)")))
         elif name in STRATA:
             key.append(STRATA[name](case))
         else:
-            choices = ", ".join([*STRATA, "meta.KEY"])
+            choices = ", ".join([*STRATA, "judge", "meta.KEY"])
             raise ValueError(f"cannot stratify by {name!r}: use {choices}")
     return tuple(key)
 
@@ -52,13 +82,19 @@ class Drawn:
     """Strata with no case in the sample: more strata than room (`n`)."""
 
 
-def draw(cases: list[Case], n: int, fields: list[str], seed: int = 0) -> Drawn:
+def draw(
+    cases: list[Case],
+    n: int,
+    fields: list[str],
+    seed: int = 0,
+    judged: dict[str, str] | None = None,
+) -> Drawn:
     """A stratified, seeded sample of `n` cases. Each stratum gets its share, and at least one
     case, so rare strata are kept, as long as there are no more strata than `n`; with more,
     `n` strata chosen at random get one case each and the others are left out."""
     strata: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for index, case in enumerate(cases):
-        strata[stratum_key(case, fields)].append(index)
+        strata[stratum_key(case, fields, judged)].append(index)
     if n >= len(cases):
         return Drawn(list(range(len(cases))), len(strata), 0)
     rng = random.Random(seed)

@@ -8,8 +8,10 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SelectionLabel = Literal["correct", "incorrect"]
-ArgumentLabel = Literal["correct", "incorrect", "not_applicable"]
+SelectionLabel = Literal["correct", "incorrect", "uncertain"]
+"""`uncertain`: the judge abstained (its confidence was under the abstention threshold)."""
+ArgumentLabel = Literal["correct", "incorrect", "not_applicable", "uncertain"]
+Leaning = Literal["correct", "incorrect"]
 JudgeStatus = Literal["ok", "judge_error", "skipped"]
 ConfidenceSource = Literal["logprobs", "samples", "none"]
 
@@ -72,6 +74,8 @@ class SelectionVerdict(BaseModel):
     (renormalised over the allowed labels), or the share of samples that agree. 1.0 for a
     derived verdict; None when the judge gave no measure."""
     confidence_source: ConfidenceSource = "none"
+    leaning: Leaning | None = None
+    """An `uncertain` verdict: the label the judge gave before it abstained."""
     features: dict[str, float] | None = None
     """A scored rubric's evidence: each question's probability of its first answer (`yes`),
     and counts from code; what `judge calibrate` fits its weights on."""
@@ -90,6 +94,8 @@ class TrajectoryVerdict(BaseModel):
     (renormalised over the allowed labels), or the share of samples that agree. 1.0 for a
     derived verdict; None when the judge gave no measure."""
     confidence_source: ConfidenceSource = "none"
+    leaning: Leaning | None = None
+    """An `uncertain` verdict: the label the judge gave before it abstained."""
 
 
 class ArgumentVerdict(BaseModel):
@@ -109,6 +115,8 @@ class ArgumentVerdict(BaseModel):
     (renormalised over the allowed labels), or the share of samples that agree. 1.0 for a
     derived verdict; None when the judge gave no measure."""
     confidence_source: ConfidenceSource = "none"
+    leaning: Leaning | None = None
+    """An `uncertain` verdict: the label the judge gave before it abstained."""
     features: dict[str, float] | None = None
     """A scored rubric's evidence: each question's probability of its first answer (`yes`),
     and counts from code; what `judge calibrate` fits its weights on."""
@@ -197,17 +205,31 @@ class JudgeOutcome(BaseModel):
 
     @property
     def arguments_verdict(self) -> SelectionLabel | None:
-        """The case-level arguments verdict: correct iff every applicable call verdict is."""
+        """The case-level arguments verdict: correct iff every applicable call verdict is;
+        incorrect when any is; else (some call uncertain) uncertain."""
         applicable = [a.verdict for a in self.arguments if a.verdict != "not_applicable"]
         if not applicable:
             return None
-        return "correct" if all(v == "correct" for v in applicable) else "incorrect"
+        if "incorrect" in applicable:
+            return "incorrect"
+        return "uncertain" if "uncertain" in applicable else "correct"
+
+    @property
+    def uncertain(self) -> bool:
+        """The judge abstained on this case: nothing it is sure of fails it, something it
+        would need to pass it is uncertain."""
+        return self.status == "ok" and self.passed is None
 
     @property
     def passed(self) -> bool | None:
         """The judge passed the case: selection correct and no call's arguments incorrect.
-        None unless the status is `ok`."""
+        None unless the status is `ok`, and None when an uncertain verdict decides it."""
         if self.status != "ok":
             return None
-        selection = self.selection is not None and self.selection.verdict == "correct"
-        return selection and self.arguments_verdict != "incorrect"
+        selection = self.selection.verdict if self.selection is not None else "incorrect"
+        arguments = self.arguments_verdict
+        if selection == "incorrect" or arguments == "incorrect":
+            return False
+        if selection == "uncertain" or arguments == "uncertain":
+            return None
+        return True

@@ -32,6 +32,8 @@ class JudgeSummary:
     completion_tokens: int = 0
     passed: int = 0
     failed: int = 0
+    uncertain: int = 0
+    """Cases judged ok that an abstention leaves undecided: outside the pass rate."""
 
     def add(self, outcome: JudgeOutcome) -> None:
         self.status[outcome.status] += 1
@@ -46,7 +48,10 @@ class JudgeSummary:
         arguments = outcome.arguments_verdict or "none"
         self.selection[selection] += 1
         self.arguments[arguments] += 1
-        if outcome.passed:
+        passed = outcome.passed
+        if passed is None:
+            self.uncertain += 1
+        elif passed:
             self.passed += 1
         else:
             self.failed += 1
@@ -57,7 +62,8 @@ class JudgeSummary:
 
     @property
     def pass_rate(self) -> float | None:
-        """Cases the judge passed (selection and arguments correct) over cases judged ok."""
+        """Cases the judge passed (selection and arguments correct) over cases judged ok
+        and decided (uncertain ones are left out)."""
         judged = self.passed + self.failed
         return self.passed / judged if judged else None
 
@@ -68,6 +74,7 @@ class JudgeSummary:
             "arguments": dict(self.arguments),
             "passed": self.passed,
             "failed": self.failed,
+            "uncertain": self.uncertain,
             "pass_rate": self.pass_rate,
             "agreement": {name: dict(c) for name, c in self.agreement.items()},
             "requests": self.requests,
@@ -81,10 +88,11 @@ class JudgeSummary:
 
         table = Table(title="judge verdicts", title_justify="left")
         table.add_column("")
-        for column in ("correct", "incorrect", "none"):
+        columns = ("correct", "incorrect", "uncertain", "none")
+        for column in columns:
             table.add_column(column, justify="right")
         for name, counts in (("selection", self.selection), ("arguments", self.arguments)):
-            table.add_row(name, *(str(counts[c]) for c in ("correct", "incorrect", "none")))
+            table.add_row(name, *(str(counts[c]) for c in columns))
         console.print(table)
         rate = self.pass_rate
         facts = Table(show_header=False)
@@ -94,6 +102,7 @@ class JudgeSummary:
             ("judged ok", self.status["ok"]),
             ("judge_error", self.status["judge_error"]),
             ("skipped", self.status["skipped"]),
+            ("uncertain (abstained)", self.uncertain),
             ("judge pass rate", "n/a" if rate is None else f"{rate:.1%}"),
             ("agreement with checks: selection", _agreement(self.agreement["selection"])),
             ("agreement with checks: arguments", _agreement(self.agreement["arguments"])),

@@ -63,6 +63,12 @@ from judge.judging._grade import Judge
     help="Every disagreement (default: <record stem>.disagreements.jsonl).",
 )
 @click.option("--report", type=click.Path(dir_okay=False), help="Write an HTML report here.")
+@click.option(
+    "--coverage",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Gate on the kappa of this share of the most confident verdicts (the rest left "
+    "to abstention: judge grade --coverage).",
+)
 @judge_options
 @summary_format_option
 def calibrate_command(
@@ -73,10 +79,13 @@ def calibrate_command(
     results: str | None,
     disagreements: str | None,
     report: str | None,
+    coverage: float | None,
     summary_format: str,
     **judge_options: Any,
 ) -> None:
-    """Measure the judge against the hand labels of SAMPLE: Cohen's kappa per dimension."""
+    """Measure the judge against the hand labels of SAMPLE: Cohen's kappa per dimension;
+    for a judge whose verdicts carry a confidence, the decision is fitted by 5-fold
+    cross-validation and only held-out figures are reported."""
     stem = Path(output).with_suffix("")
     results = results or f"{stem}.results.jsonl"
     disagreements = disagreements or f"{stem}.disagreements.jsonl"
@@ -104,6 +113,7 @@ def calibrate_command(
         results_path=results,
         disagreements_path=disagreements,
         defaults={r.dimension: r.combine for r in judge.rubrics.all if r.scored},
+        coverage=coverage,
     )
     rows = find_disagreements(cases, graded)
     write_jsonl(results, (r.to_json_dict() for r in graded))
@@ -206,17 +216,45 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
     "--stratify",
     default="tool,expected_behavior,failure",
     show_default=True,
-    help="Comma-separated: tool, expected_behavior, failure, label, meta.KEY.",
+    help="Comma-separated: tool, expected_behavior, failure, label, meta.KEY, and judge "
+    "(uncertain / decided / not judged, from --results).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--results",
+    type=click.Path(exists=True, dir_okay=False),
+    help="`judge grade` results of CASES: what the judge did with each (for --stratify judge "
+    "and --uncertain).",
+)
+@click.option(
+    "--uncertain",
+    is_flag=True,
+    help="Draw only from the cases the judge abstained on (needs --results): review first.",
+)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
-def sample_command(cases: str, size: int, stratify: str, seed: int, output: str) -> None:
+def sample_command(
+    cases: str,
+    size: int,
+    stratify: str,
+    seed: int,
+    results: str | None,
+    uncertain: bool,
+    output: str,
+) -> None:
     """Draw a stratified, seeded sample of CASES to label by hand (rare strata kept)."""
-    from judge.calibrate._sample import draw, read_lines
+    from judge.calibrate._sample import draw, judged_states, read_lines
 
+    if uncertain and results is None:
+        click.echo("judge sample: --uncertain needs --results (judge grade output)", err=True)
+        sys.exit(EXIT_UNREADABLE)
     try:
         raw, loaded = read_lines(cases)
-        drawn = draw(loaded, size, [f.strip() for f in stratify.split(",") if f.strip()], seed)
+        judged = judged_states(results) if results else None
+        if uncertain and judged is not None:
+            kept = [i for i, c in enumerate(loaded) if judged.get(c.id) == "uncertain"]
+            raw, loaded = [raw[i] for i in kept], [loaded[i] for i in kept]
+        fields = [f.strip() for f in stratify.split(",") if f.strip()]
+        drawn = draw(loaded, size, fields, seed, judged)
     except (JudgeError, ValueError) as exc:
         click.echo(f"judge sample: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)

@@ -28,7 +28,12 @@ from judge.cli._common import (
     require_files,
     summary_format_option,
 )
-from judge.cli._judge_options import calibration_options, judge_for, judge_options
+from judge.cli._judge_options import (
+    abstention_options,
+    calibration_options,
+    judge_for,
+    judge_options,
+)
 from judge.cli._matching import judge_trajectory_option, trajectory_options
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
@@ -48,6 +53,7 @@ from judge.judging._rubric import load_rubrics
 )
 @judge_options
 @calibration_options
+@abstention_options
 @click.option(
     "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
 )

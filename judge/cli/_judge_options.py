@@ -76,6 +76,12 @@ judge_options = stack_options(
     ),
     click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
     click.option(
+        "--no-logprobs",
+        is_flag=True,
+        help="Do not ask for token logprobs (verdicts then carry no confidence, unless "
+        "from --samples). Asked by default; an endpoint that refuses them is asked without.",
+    ),
+    click.option(
         "--judge-broken",
         is_flag=True,
         help="Ask the judge about calls that already failed structurally too.",
@@ -104,6 +110,23 @@ calibration_options = stack_options(
 )
 
 
+# Abstention: the verdicts a judge is not sure of become `uncertain`.
+abstention_options = stack_options(
+    click.option(
+        "--abstain-below",
+        type=click.FloatRange(0, 1),
+        help="Verdicts whose confidence is under this (or that carry none) are `uncertain`: "
+        "never correct or incorrect, counted apart, outside the pass rate.",
+    ),
+    click.option(
+        "--coverage",
+        type=click.FloatRange(0, 1, min_open=True),
+        help="With --calibration: abstain below the calibrated confidence that keeps this "
+        "share of verdicts, per dimension.",
+    ),
+)
+
+
 def make_judge(options: dict[str, Any]) -> Judge:
     extra = options.pop("extra_body")
     try:
@@ -111,9 +134,10 @@ def make_judge(options: dict[str, Any]) -> Judge:
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"--extra-body is not JSON: {exc}") from None
     no_cache = options.pop("no_cache")
+    logprobs = not options.pop("no_logprobs", False)
     from judge.judging._grade import Judge  # the OpenAI SDK: only for commands that judge
 
-    return Judge(extra_body=extra_body, cache=not no_cache, **options)
+    return Judge(extra_body=extra_body, cache=not no_cache, logprobs=logprobs, **options)
 
 
 def judge_for(
@@ -126,15 +150,44 @@ def judge_for(
 ) -> Judge:
     """The judge that the judge options and the trajectory options describe, past the
     calibration gate when a record is given (exit 2 on bad options, 3 when refused)."""
+    abstain_below = options.pop("abstain_below", None)
+    coverage = options.pop("coverage", None)
+    if coverage is not None and (calibration is None or abstain_below is not None):
+        click.echo(
+            f"judge {command}: --coverage reads its cut from a --calibration record "
+            "(and replaces --abstain-below)",
+            err=True,
+        )
+        sys.exit(EXIT_UNREADABLE)
     try:
         match, env = trajectory_from(options)
-        judge = make_judge({**options, "match": match, "env": env})
+        judge = make_judge({**options, "match": match, "env": env, "abstain_below": abstain_below})
     except (JudgeError, ValueError) as exc:
         click.echo(f"judge {command}: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     if calibration is not None:
         judge.trusted = gate_judge(judge, calibration, strict=strict, force=force, command=command)
+    if coverage is not None and calibration is not None:
+        judge.abstain_below = coverage_cuts(calibration, coverage, command)
     return judge
+
+
+def coverage_cuts(path: str, coverage: float, command: str) -> dict[str, float]:
+    """Per dimension, the calibrated confidence under which verdicts are abstained from, so
+    that `coverage` of them are kept (on the calibration's held-out verdicts)."""
+    from judge.calibrate._record import load_record
+
+    record = load_record(path)
+    missing = [d for d in ("selection", "arguments") if d not in record.confidence]
+    if missing:
+        click.echo(
+            f"judge {command}: --coverage: {path} holds no calibrated confidence for "
+            f"{', '.join(missing)} (its judge gave none): calibrate a judge whose verdicts "
+            "carry one, or use --abstain-below",
+            err=True,
+        )
+        sys.exit(EXIT_UNREADABLE)
+    return {name: stats.cut(coverage) for name, stats in record.confidence.items()}
 
 
 def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:

@@ -9,7 +9,12 @@ from typing import Any
 
 import click
 
-from judge.cli._judge_options import calibration_options, judge_for, judge_options
+from judge.cli._judge_options import (
+    abstention_options,
+    calibration_options,
+    judge_for,
+    judge_options,
+)
 from judge.cli._matching import judge_trajectory_option, trajectory_options
 from judge.service._schema import SCHEMA_NAMES, SchemaName, json_schema
 
@@ -33,6 +38,7 @@ def parse_size(ctx: click.Context, param: click.Parameter, value: str | int) -> 
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @judge_options
 @calibration_options
+@abstention_options
 @click.option(
     "--max-request-bytes",
     callback=parse_size,

@@ -26,6 +26,7 @@ DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
 
 
 V = TypeVar("V", SelectionVerdict, ArgumentVerdict, TrajectoryVerdict)
+A = TypeVar("A", SelectionVerdict, ArgumentVerdict)
 
 
 def majority(answers: list[V]) -> tuple[V, float]:
@@ -120,6 +121,16 @@ def selection_confidence(
     return min(1.0, total)
 
 
+def abstained(verdict: A, below: float) -> A:
+    """The verdict, or `uncertain` (leaning to its label) when the judge is less sure of it
+    than `below`, or gave no measure. A derived verdict is a fact: never uncertain."""
+    if verdict.source == "derived" or verdict.verdict not in ("correct", "incorrect"):
+        return verdict
+    if verdict.confidence is not None and verdict.confidence >= below:
+        return verdict
+    return verdict.model_copy(update={"verdict": "uncertain", "leaning": verdict.verdict})
+
+
 def derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:
     problems: list[ArgumentProblem] = []
     for failure in failures:
@@ -143,10 +154,11 @@ def derived_argument(index: int, failures: list[Failure]) -> ArgumentVerdict:
 
 def agreement_with_checks(checked: CaseResult, outcome: JudgeOutcome) -> Agreement:
     selection = None
-    if checked.tool_selection is not None and outcome.selection is not None:
-        selection = (outcome.selection.verdict == "correct") == checked.tool_selection
+    chosen = outcome.selection.verdict if outcome.selection is not None else None
+    if checked.tool_selection is not None and chosen in ("correct", "incorrect"):
+        selection = (chosen == "correct") == checked.tool_selection
     arguments = None
     verdict = outcome.arguments_verdict
-    if checked.argument_values is not None and verdict is not None:
+    if checked.argument_values is not None and verdict in ("correct", "incorrect"):
         arguments = (verdict == "correct") == checked.argument_values
     return Agreement(selection=selection, arguments=arguments)

@@ -48,6 +48,7 @@ from judge.endpoints._retry import RetryPolicy
 from judge.judging._cache import VerdictCache, cache_key
 from judge.judging._confidence import answer_distribution, label_distributions
 from judge.judging._decide import (
+    abstained,
     agreement_with_checks,
     majority,
     majority_arguments,
@@ -116,6 +117,7 @@ class Judge:
         match: Match | None = None,
         env: EnvironmentFactory | None = None,
         logprobs: bool = True,
+        abstain_below: float | dict[str, float] | None = None,
     ) -> None:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
@@ -149,6 +151,11 @@ class Judge:
         self._provenance: dict[tuple[ResponseFormat, int | None], Provenance] = {}
         self.trusted: bool | None = None
         """Set from a calibration record: False when its gate was overridden."""
+        if isinstance(abstain_below, float | int):
+            abstain_below = dict.fromkeys(("selection", "arguments"), float(abstain_below))
+        self.abstain_below: dict[str, float] | None = abstain_below
+        """Per dimension: verdicts less sure than this (or with no confidence at all) become
+        `uncertain`. Trajectory verdicts are never calibrated, so never abstained."""
         self._fits: dict[str, Fit] = {}
         self._platt: dict[str, tuple[float, float]] = {}
 
@@ -364,6 +371,11 @@ class Judge:
             arguments = [self._recalibrated("arguments", a) for a in arguments]
             if selection is not None:
                 selection = self._recalibrated("selection", selection)
+        cuts = self.abstain_below or {}
+        if "arguments" in cuts:
+            arguments = [abstained(a, cuts["arguments"]) for a in arguments]
+        if "selection" in cuts and selection is not None:
+            selection = abstained(selection, cuts["selection"])
         outcome = JudgeOutcome(
             status="judge_error" if error else "ok",
             selection=selection,

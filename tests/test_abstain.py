@@ -1,0 +1,193 @@
+"""Abstention: verdicts the judge is not sure of become `uncertain`, counted apart, outside the
+pass rate; `--coverage` takes its cut from a calibration; the gate can require a kappa at a
+coverage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.checks._outcome import ArgumentVerdict, JudgeOutcome, SelectionVerdict
+from judge.checks._summary import JudgeSummary
+from judge.judging._decide import abstained
+from tests.chat_server import Reply, answer, one_token, serving, with_logprobs
+from tests.test_calibration import invoke
+from tests.test_fit import QUICK, marked
+from tests.test_judge import PARIS, TWO_CALLS, make_judge, run
+
+
+def selection(label: str, confidence: float | None, **extra: Any) -> SelectionVerdict:
+    category = "right_call" if label == "correct" else "wrong_tool"
+    return SelectionVerdict.model_validate(
+        {"reasoning": "r", "verdict": label, "category": category, "confidence": confidence} | extra
+    )
+
+
+def argument(label: str, confidence: float | None = 0.9) -> ArgumentVerdict:
+    return ArgumentVerdict.model_validate(
+        {"call": 0, "reasoning": "r", "verdict": label, "confidence": confidence}
+    )
+
+
+def test_a_verdict_under_the_cut_or_without_confidence_is_uncertain() -> None:
+    unsure = abstained(selection("correct", 0.6), 0.7)
+    assert (unsure.verdict, unsure.leaning) == ("uncertain", "correct")
+    assert abstained(selection("incorrect", 0.7), 0.7).verdict == "incorrect"
+    assert abstained(selection("correct", None), 0.1).verdict == "uncertain"
+    derived = selection("incorrect", 1.0, source="derived")
+    assert abstained(derived, 1.1).verdict == "incorrect"
+
+
+@pytest.mark.parametrize(
+    ("chosen", "calls", "passed", "arguments"),
+    [
+        ("correct", ["correct", "uncertain"], None, "uncertain"),
+        ("uncertain", ["correct"], None, "correct"),
+        ("uncertain", ["incorrect"], False, "incorrect"),  # a sure failure still fails it
+        ("incorrect", ["uncertain"], False, "uncertain"),
+        ("correct", ["correct", "not_applicable"], True, "correct"),
+    ],
+)
+def test_what_an_uncertain_verdict_leaves_undecided(
+    chosen: str, calls: list[str], passed: bool | None, arguments: str
+) -> None:
+    outcome = JudgeOutcome(
+        status="ok",
+        selection=selection(chosen, 0.5),
+        arguments=tuple(argument(c).model_copy(update={"call": i}) for i, c in enumerate(calls)),
+    )
+    assert outcome.passed is passed and outcome.arguments_verdict == arguments
+    assert outcome.uncertain is (passed is None)
+
+
+def test_the_summary_counts_uncertain_cases_apart_from_the_pass_rate() -> None:
+    summary = JudgeSummary()
+    for chosen in ("correct", "incorrect", "uncertain", "uncertain"):
+        summary.add(JudgeOutcome(status="ok", selection=selection(chosen, 0.5)))
+    facts = summary.to_dict()
+    assert (facts["passed"], facts["failed"], facts["uncertain"]) == (1, 1, 2)
+    assert facts["pass_rate"] == 0.5 and facts["selection"]["uncertain"] == 2
+
+
+def test_the_judge_abstains_below_the_cut(tmp_path: Path) -> None:
+    sure = {"correct": 0.95, "inc": 0.05}
+    unsure = {"correct": 0.6, "inc": 0.4}
+    confidences = iter([sure, unsure, unsure])  # PARIS: selection, arguments; then selection
+
+    def reply(body: dict[str, Any]) -> Reply:
+        return with_logprobs(answer(body), {"verdict": next(confidences, sure)})
+
+    with serving(reply) as server:
+        judge = make_judge(server, tmp_path, abstain_below=0.8, concurrency=1)
+        paris, two = run(judge, [PARIS, TWO_CALLS])
+    assert paris.judge is not None and paris.judge.selection is not None
+    assert paris.judge.selection.verdict == "correct"
+    [call] = paris.judge.arguments
+    assert (call.verdict, call.leaning, call.confidence) == ("uncertain", "correct", 0.6)
+    assert paris.judge.passed is None and paris.judge.uncertain
+    assert two.judge is not None and two.judge.selection is not None
+    assert two.judge.selection.verdict == "uncertain"
+
+
+def sample(tmp_path: Path) -> Path:
+    path = tmp_path / "sample.jsonl"
+    path.write_text("".join(json.dumps(marked(i, i % 2 == 0)) + "\n" for i in range(30)))
+    return path
+
+
+def by_marker(body: dict[str, Any]) -> Reply:
+    """GOOD cases at 0.62 or 0.7 and BAD ones at 0.58 or 0.5 (by the case number): a fitted
+    threshold tells them apart, with more confidence on the far ones."""
+    text = body["messages"][-1]["content"]
+    far = any(f"{w} {i})" in text for w in ("GOOD", "BAD") for i in range(0, 30, 4))
+    if "GOOD" in text:
+        return one_token(0.7 if far else 0.62)
+    return one_token(0.5 if far else 0.58)
+
+
+def test_coverage_abstains_on_the_least_confident_share(tmp_path: Path) -> None:
+    record = tmp_path / "calibration.json"
+    with serving(by_marker) as server:
+        done = invoke(
+            server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record),
+            "--rubrics", str(QUICK),
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        out = tmp_path / "graded.jsonl"
+        done = invoke(
+            server, tmp_path, "grade", str(sample(tmp_path)), "-o", str(out), "--rubrics",
+            str(QUICK), "--calibration", str(record), "--coverage", "0.5", "--format", "json",
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        without = invoke(
+            server, tmp_path, "grade", str(sample(tmp_path)), "--rubrics", str(QUICK),
+            "--coverage", "0.5",
+        )  # fmt: skip
+    verdicts = [
+        json.loads(line)["judge"]["selection"]["verdict"] for line in out.read_text().splitlines()
+    ]
+    assert 0 < verdicts.count("uncertain") < len(verdicts)
+    assert "uncertain" in done.output or "uncertain" in (tmp_path / "graded.jsonl").read_text()
+    assert without.exit_code == 2 and "--calibration" in without.output
+
+
+def test_the_gate_can_require_a_kappa_at_a_coverage(tmp_path: Path) -> None:
+    record = tmp_path / "calibration.json"
+    with serving(by_marker) as server:
+        done = invoke(
+            server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record),
+            "--rubrics", str(QUICK), "--coverage", "0.5", "--min-kappa", "0.9",
+        )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    data = json.loads(record.read_text())
+    assert data["coverage"] == 0.5
+    kept = data["confidence"]["selection"]["at_coverage"]
+    assert kept["coverage"] == 0.5 and kept["n"] == 15 and kept["kappa"] >= 0.9
+    assert "gated at coverage 50%" in data["dimensions"]["selection"]["note"]
+
+
+def test_a_judge_without_confidence_cannot_pass_a_coverage_gate(tmp_path: Path) -> None:
+    record = tmp_path / "calibration.json"
+    with serving(lambda body: answer(body)) as server:
+        done = invoke(
+            server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record),
+            "--coverage", "0.5", "--min-kappa", "0.0",
+        )  # fmt: skip
+    assert done.exit_code == 1
+    data = json.loads(record.read_text())
+    assert "no confidence to abstain on" in data["dimensions"]["selection"]["note"]
+
+
+def test_sample_draws_the_uncertain_cases_first(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from judge.cli import main
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(marked(i, True)) + "\n" for i in range(6)))
+    results = tmp_path / "graded.jsonl"
+    rows = []
+    for i in range(6):
+        verdict = "uncertain" if i in (1, 4) else "correct"
+        rows.append({"id": f"q{i}", "judge": {"status": "ok", "selection": {"verdict": verdict}}})
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "review.jsonl"
+    runner = CliRunner()
+    done = runner.invoke(
+        main, ["sample", str(cases), "--results", str(results), "--uncertain", "-o", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["q1", "q4"]
+    done = runner.invoke(
+        main,
+        ["sample", str(cases), "--results", str(results), "--stratify", "judge", "--n", "2",
+         "-o", str(out)],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    drawn = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert len(drawn) == 2 and len({d in ("q1", "q4") for d in drawn}) == 2  # one per stratum
+    done = runner.invoke(main, ["sample", str(cases), "--uncertain", "-o", str(out)])
+    assert done.exit_code == 2 and "--results" in done.output
