@@ -191,3 +191,78 @@ def test_sample_draws_the_uncertain_cases_first(tmp_path: Path) -> None:
     assert len(drawn) == 2 and len({d in ("q1", "q4") for d in drawn}) == 2  # one per stratum
     done = runner.invoke(main, ["sample", str(cases), "--uncertain", "-o", str(out)])
     assert done.exit_code == 2 and "--results" in done.output
+
+
+# -- escalation: a second judge answers the verdicts the first abstained on ---------------------
+
+
+def test_escalation_reasks_exactly_the_uncertain_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from judge.cli import main
+
+    monkeypatch.setenv("JUDGE_ESCALATE_API_KEY", "sk-escalate-77")
+    sure = {"correct": 0.95, "inc": 0.05}
+    unsure = {"correct": 0.6, "inc": 0.4}
+
+    def first(body: dict[str, Any]) -> Reply:
+        text = json.dumps(body["messages"])
+        # DOUBT: its selection is unsure, its arguments sure; TWO: both sure.
+        doubt = "DOUBT" in text and "verdicts" not in str(body.get("response_format"))
+        return with_logprobs(answer(body), {"verdict": unsure if doubt else sure})
+
+    cases = tmp_path / "cases.jsonl"
+    doubtful = PARIS | {"id": "paris", "messages": [{"role": "user", "content": "Paris? DOUBT"}]}
+    cases.write_text(json.dumps(doubtful) + "\n" + json.dumps(TWO_CALLS) + "\n")
+    out = tmp_path / "graded.jsonl"
+    with serving(first) as one, serving(lambda body: answer(body, "incorrect")) as two:
+        done = CliRunner().invoke(
+            main,
+            ["grade", str(cases), "-o", str(out), "--base-url", one.url, "--model", "m",
+             "--cache-dir", str(tmp_path / "cache"), "--abstain-below", "0.8",
+             "--escalate-base-url", two.url, "--escalate-model", "strong", "--format", "json"],
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        asked = two.chat_requests
+    assert len(asked) == 1  # PARIS's selection question, nothing else
+    assert asked[0].authorization == "Bearer sk-escalate-77"
+    assert "verdicts" not in json.dumps(asked[0].body.get("response_format"))
+    rows = {
+        json.loads(line)["id"]: json.loads(line)["judge"] for line in out.read_text().splitlines()
+    }
+    paris = rows["paris"]
+    assert paris["selection"]["verdict"] == "incorrect" and paris["selection"]["escalated"] is True
+    assert paris["arguments"][0]["escalated"] is False
+    assert paris["escalated"] == 1 and paris["escalation_usage"]["requests"] == 1
+    assert paris["escalation"]["model"] == "strong"
+    assert rows["two"]["escalated"] == 0
+    summary = json.loads(done.output[done.output.index("{") :])
+    assert summary["judge"]["escalated"] == 1 and summary["judge"]["escalation"]["requests"] == 1
+
+
+def test_escalation_without_abstention_is_refused(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from judge.cli import main
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(PARIS) + "\n")
+    done = CliRunner().invoke(
+        main,
+        ["grade", str(cases), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+         "--escalate-model", "strong", "--escalate-base-url", "http://127.0.0.1:9/v1"],
+    )  # fmt: skip
+    assert done.exit_code == 2 and "--abstain-below" in done.output
+
+
+def test_a_cascade_is_calibrated_as_one_judge(tmp_path: Path) -> None:
+    from judge.calibrate._record import fingerprint_sha256
+
+    with serving(lambda body: answer(body)) as server:
+        alone = make_judge(server, tmp_path)
+        second = make_judge(server, tmp_path, model="strong")
+        cascade = make_judge(server, tmp_path, abstain_below=0.8, escalation=second)
+        assert cascade.fingerprint()["escalation"]["model"] == "strong"
+        assert fingerprint_sha256(cascade.fingerprint()) != fingerprint_sha256(alone.fingerprint())

@@ -140,7 +140,7 @@ def _p_correct(verdict: SelectionVerdict | ArgumentVerdict) -> float | None:
 
 
 def _selection_item(label: bool, branch: str, verdict: SelectionVerdict | None) -> Item | None:
-    if verdict is None:
+    if verdict is None or verdict.verdict == "uncertain":
         return None
     if verdict.source == "derived":
         return Item(label, branch, derived=True, confidence=0.0)
@@ -150,7 +150,7 @@ def _selection_item(label: bool, branch: str, verdict: SelectionVerdict | None) 
 
 def _arguments_item(label: bool, branch: str, verdicts: Sequence[ArgumentVerdict]) -> Item | None:
     applicable = [v for v in verdicts if v.verdict != "not_applicable"]
-    if not applicable:
+    if not applicable or any(v.verdict == "uncertain" for v in applicable):
         return None
     if any(v.source == "derived" for v in applicable):
         return Item(label, branch, derived=True, confidence=0.0)

@@ -76,6 +76,9 @@ class SelectionVerdict(BaseModel):
     confidence_source: ConfidenceSource = "none"
     leaning: Leaning | None = None
     """An `uncertain` verdict: the label the judge gave before it abstained."""
+    escalated: bool = False
+    """Decided by the escalation judge (`JudgeOutcome.escalation`), the first having
+    abstained."""
     features: dict[str, float] | None = None
     """A scored rubric's evidence: each question's probability of its first answer (`yes`),
     and counts from code; what `judge calibrate` fits its weights on."""
@@ -96,6 +99,9 @@ class TrajectoryVerdict(BaseModel):
     confidence_source: ConfidenceSource = "none"
     leaning: Leaning | None = None
     """An `uncertain` verdict: the label the judge gave before it abstained."""
+    escalated: bool = False
+    """Decided by the escalation judge (`JudgeOutcome.escalation`), the first having
+    abstained."""
 
 
 class ArgumentVerdict(BaseModel):
@@ -117,6 +123,9 @@ class ArgumentVerdict(BaseModel):
     confidence_source: ConfidenceSource = "none"
     leaning: Leaning | None = None
     """An `uncertain` verdict: the label the judge gave before it abstained."""
+    escalated: bool = False
+    """Decided by the escalation judge (`JudgeOutcome.escalation`), the first having
+    abstained."""
     features: dict[str, float] | None = None
     """A scored rubric's evidence: each question's probability of its first answer (`yes`),
     and counts from code; what `judge calibrate` fits its weights on."""
@@ -202,6 +211,12 @@ class JudgeOutcome(BaseModel):
     """False when the calibration gate was overridden; None when no calibration was given.
     Calibration measures selection and arguments: a trajectory verdict is never calibrated."""
     provenance: Provenance | None = None
+    escalated: int = 0
+    """Verdicts the escalation judge decided, the first judge having abstained on them."""
+    escalation_usage: Usage | None = None
+    """What asking the escalation judge cost (with `escalated` > 0)."""
+    escalation: Provenance | None = None
+    """The escalation judge, when there is one."""
 
     @property
     def arguments_verdict(self) -> SelectionLabel | None:

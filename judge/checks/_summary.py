@@ -34,6 +34,10 @@ class JudgeSummary:
     failed: int = 0
     uncertain: int = 0
     """Cases judged ok that an abstention leaves undecided: outside the pass rate."""
+    escalated: int = 0
+    """Verdicts the escalation judge decided."""
+    escalation: Counter[str] = field(default_factory=Counter)
+    """What the escalation judge cost: requests, cached, prompt and completion tokens."""
 
     def add(self, outcome: JudgeOutcome) -> None:
         self.status[outcome.status] += 1
@@ -42,6 +46,15 @@ class JudgeSummary:
         self.cached += usage.cached
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
+        self.escalated += outcome.escalated
+        if outcome.escalation_usage is not None:
+            spent = outcome.escalation_usage
+            self.escalation.update(
+                requests=spent.requests,
+                cached=spent.cached,
+                prompt_tokens=spent.prompt_tokens,
+                completion_tokens=spent.completion_tokens,
+            )
         if outcome.status != "ok":
             return
         selection = outcome.selection.verdict if outcome.selection else "none"
@@ -81,6 +94,8 @@ class JudgeSummary:
             "cached": self.cached,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "escalated": self.escalated,
+            "escalation": dict(self.escalation),
         }
 
     def print_tables(self, console: Any) -> None:
@@ -110,6 +125,12 @@ class JudgeSummary:
             ("answered from cache", self.cached),
             ("prompt tokens", self.prompt_tokens),
             ("completion tokens", self.completion_tokens),
+            ("escalated verdicts", self.escalated),
+            (
+                "escalation: requests / prompt / completion tokens",
+                f"{self.escalation['requests']} / {self.escalation['prompt_tokens']} / "
+                f"{self.escalation['completion_tokens']}",
+            ),
         ):
             facts.add_row(label, str(value))
         console.print(facts)

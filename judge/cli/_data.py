@@ -69,6 +69,12 @@ from judge.judging._grade import Judge
     help="Gate on the kappa of this share of the most confident verdicts (the rest left "
     "to abstention: judge grade --coverage).",
 )
+@click.option(
+    "--abstain-below",
+    type=click.FloatRange(0, 1),
+    help="Measure the judge as it will run with this abstention (and, with --escalate-*, "
+    "the cascade): uncertain verdicts are left out of the figures, counted as excluded.",
+)
 @judge_options
 @summary_format_option
 def calibrate_command(
@@ -80,6 +86,7 @@ def calibrate_command(
     disagreements: str | None,
     report: str | None,
     coverage: float | None,
+    abstain_below: float | None,
     summary_format: str,
     **judge_options: Any,
 ) -> None:
@@ -90,7 +97,7 @@ def calibrate_command(
     results = results or f"{stem}.results.jsonl"
     disagreements = disagreements or f"{stem}.disagreements.jsonl"
     try:
-        judge = make_judge(judge_options)
+        judge = make_judge({**judge_options, "abstain_below": abstain_below})
         loaded = load_cases(sample)
     except (JudgeError, InputError) as exc:
         click.echo(f"judge calibrate: {exc}", err=True)

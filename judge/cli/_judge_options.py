@@ -4,6 +4,7 @@ shared by every command that runs one."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,13 @@ judge_options = stack_options(
     ),
     click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
     click.option(
+        "--escalate-model",
+        help="A second judge for the verdicts this one abstains on (--abstain-below or "
+        "--coverage): its verdicts replace them. Key: JUDGE_ESCALATE_API_KEY, else the "
+        "usual rules for its host.",
+    ),
+    click.option("--escalate-base-url", help="The escalation judge's endpoint."),
+    click.option(
         "--no-logprobs",
         is_flag=True,
         help="Do not ask for token logprobs (verdicts then carry no confidence, unless "
@@ -135,9 +143,35 @@ def make_judge(options: dict[str, Any]) -> Judge:
         raise click.BadParameter(f"--extra-body is not JSON: {exc}") from None
     no_cache = options.pop("no_cache")
     logprobs = not options.pop("no_logprobs", False)
+    escalate = options.pop("escalate_model", None), options.pop("escalate_base_url", None)
     from judge.judging._grade import Judge  # the OpenAI SDK: only for commands that judge
 
-    return Judge(extra_body=extra_body, cache=not no_cache, logprobs=logprobs, **options)
+    escalation = None
+    if any(escalate):
+        if options.get("abstain_below") is None:
+            raise click.BadParameter(
+                "the escalation judge answers the verdicts the first abstains on: "
+                "add --abstain-below (or --coverage with --calibration)"
+            )
+        escalation = Judge(
+            model=escalate[0],
+            base_url=escalate[1],
+            api_key=os.environ.get("JUDGE_ESCALATE_API_KEY") or None,
+            cache=not no_cache,
+            cache_dir=options.get("cache_dir"),
+            timeout=options.get("timeout", 120.0),
+            temperature=options.get("temperature", 0.0),
+            seed=options.get("seed", DEFAULT_SEED),
+            concurrency=options.get("concurrency", 8),
+            logprobs=logprobs,
+        )
+    return Judge(
+        extra_body=extra_body,
+        cache=not no_cache,
+        logprobs=logprobs,
+        escalation=escalation,
+        **options,
+    )
 
 
 def judge_for(
@@ -161,7 +195,8 @@ def judge_for(
         sys.exit(EXIT_UNREADABLE)
     try:
         match, env = trajectory_from(options)
-        judge = make_judge({**options, "match": match, "env": env, "abstain_below": abstain_below})
+        cut = 0.0 if coverage is not None else abstain_below  # 0.0: until the record's is read
+        judge = make_judge({**options, "match": match, "env": env, "abstain_below": cut})
     except (JudgeError, ValueError) as exc:
         click.echo(f"judge {command}: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Container, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -118,6 +119,7 @@ class Judge:
         env: EnvironmentFactory | None = None,
         logprobs: bool = True,
         abstain_below: float | dict[str, float] | None = None,
+        escalation: Judge | None = None,
     ) -> None:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
@@ -156,6 +158,8 @@ class Judge:
         self.abstain_below: dict[str, float] | None = abstain_below
         """Per dimension: verdicts less sure than this (or with no confidence at all) become
         `uncertain`. Trajectory verdicts are never calibrated, so never abstained."""
+        self.escalation = escalation
+        """A second judge that answers again the verdicts this one abstained from."""
         self._fits: dict[str, Fit] = {}
         self._platt: dict[str, tuple[float, float]] = {}
 
@@ -209,6 +213,8 @@ class Judge:
         found["response_format"] = self._format_choice
         found["samples"] = self.samples
         found["judge_broken"] = self.judge_broken
+        if self.escalation is not None:  # a cascade is one judge: it covers both
+            found["escalation"] = self.escalation.fingerprint()
         return found
 
     def differs_from(self, outcome: JudgeOutcome) -> list[str]:
@@ -258,6 +264,8 @@ class Judge:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self.escalation is not None:
+            await self.escalation.aclose()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -334,39 +342,11 @@ class Judge:
             )
             return checked.model_copy(update={"judge": outcome})
         tally: Counter[str] = Counter()
-        flips: list[float] = []
-        trajectory: TrajectoryVerdict | None = None
-        error: ReplyError | None = None
-        for question in questions:
-            if question.rubric.scored:  # one greedy token per question: samples cannot differ
-                try:
-                    scored = await self._ask_scored(question, tally)
-                except ReplyError as exc:
-                    error = error or exc
-                    continue
-                if isinstance(scored, SelectionVerdict):
-                    selection = scored
-                else:
-                    arguments.extend(scored)
-                continue
-            try:
-                answers = [
-                    await self._ask(question, sample, tally) for sample in range(self.samples)
-                ]
-            except ReplyError as exc:
-                error = error or exc
-                continue
-            if question.dimension == "selection":
-                selection, flip = majority(answers)
-                flips.append(flip)
-            elif question.dimension == "trajectory":
-                trajectory, flip = majority(answers)
-                flips.append(flip)
-            else:
-                for verdict, flip in majority_arguments(answers):
-                    arguments.append(verdict)
-                    flips.append(flip)
-        arguments.sort(key=lambda a: a.call)
+        answered = await self._answered(questions, tally)
+        if answered.selection is not None:
+            selection = answered.selection
+        arguments = sorted([*arguments, *answered.arguments], key=lambda a: a.call)
+        trajectory, flips, error = answered.trajectory, answered.flips, answered.error
         if self._platt:
             arguments = [self._recalibrated("arguments", a) for a in arguments]
             if selection is not None:
@@ -376,6 +356,10 @@ class Judge:
             arguments = [abstained(a, cuts["arguments"]) for a in arguments]
         if "selection" in cuts and selection is not None:
             selection = abstained(selection, cuts["selection"])
+        escalated = Escalated()
+        if self.escalation is not None and error is None:
+            escalated = await self.escalation.reask(case, checked, selection, arguments)
+            selection, arguments = escalated.selection, escalated.arguments
         outcome = JudgeOutcome(
             status="judge_error" if error else "ok",
             selection=selection,
@@ -388,9 +372,84 @@ class Judge:
             usage=Usage(**tally),
             provenance=self.provenance(),
             trusted=self.trusted,
+            escalated=escalated.count,
+            escalation_usage=Usage(**escalated.tally) if escalated.count else None,
+            escalation=self.escalation.provenance() if self.escalation is not None else None,
         )
         outcome = outcome.model_copy(update={"agreement": agreement_with_checks(checked, outcome)})
         return checked.model_copy(update={"judge": outcome})
+
+    async def _answered(self, questions: list[Question], tally: Counter[str]) -> Answered:
+        """The verdicts the judge gives to these questions (the first error, if any)."""
+        found = Answered()
+        for question in questions:
+            if question.rubric.scored:  # one greedy token per question: samples cannot differ
+                try:
+                    scored = await self._ask_scored(question, tally)
+                except ReplyError as exc:
+                    found.error = found.error or exc
+                    continue
+                if isinstance(scored, SelectionVerdict):
+                    found.selection = scored
+                else:
+                    found.arguments.extend(scored)
+                continue
+            try:
+                answers = [
+                    await self._ask(question, sample, tally) for sample in range(self.samples)
+                ]
+            except ReplyError as exc:
+                found.error = found.error or exc
+                continue
+            if question.dimension == "selection":
+                found.selection, flip = majority(answers)
+                found.flips.append(flip)
+            elif question.dimension == "trajectory":
+                found.trajectory, flip = majority(answers)
+                found.flips.append(flip)
+            else:
+                for verdict, flip in majority_arguments(answers):
+                    found.arguments.append(verdict)
+                    found.flips.append(flip)
+        return found
+
+    async def reask(
+        self,
+        case: Case,
+        checked: CaseResult,
+        selection: SelectionVerdict | None,
+        arguments: list[ArgumentVerdict],
+    ) -> Escalated:
+        """As the escalation judge: answer again exactly the `uncertain` verdicts of another
+        judge (only the questions they need), keeping this judge's verdicts for them. A
+        verdict it cannot give stays uncertain."""
+        unsure_selection = selection is not None and selection.verdict == "uncertain"
+        unsure_calls = {a.call for a in arguments if a.verdict == "uncertain"}
+        if not unsure_selection and not unsure_calls:
+            return Escalated(selection, arguments)
+        try:
+            asked = self.questions(case, checked).questions
+        except (TemplateError, ShapeError):
+            return Escalated(selection, arguments)
+        needed = [
+            q
+            for q in asked
+            if (q.dimension == "selection" and unsure_selection)
+            or (q.dimension == "arguments" and unsure_calls & set(q.calls))
+        ]
+        tally: Counter[str] = Counter()
+        answered = await self._answered(needed, tally)
+        count = 0
+        if unsure_selection and answered.selection is not None:
+            selection = answered.selection.model_copy(update={"escalated": True})
+            count += 1
+        by_call = {a.call: a for a in answered.arguments if a.call in unsure_calls}
+        count += len(by_call)
+        arguments = [
+            by_call[a.call].model_copy(update={"escalated": True}) if a.call in by_call else a
+            for a in arguments
+        ]
+        return Escalated(selection, arguments, count, tally)
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
@@ -558,6 +617,27 @@ class Judge:
                 },
             ]
         raise ReplyError(f"no usable verdict after {1 + MAX_REASKS} tries: {problem}", raw)
+
+
+@dataclass
+class Answered:
+    """What a judge answered to a case's questions."""
+
+    selection: SelectionVerdict | None = None
+    arguments: list[ArgumentVerdict] = field(default_factory=list)
+    trajectory: TrajectoryVerdict | None = None
+    flips: list[float] = field(default_factory=list)
+    error: ReplyError | None = None
+
+
+@dataclass
+class Escalated:
+    """The verdicts after escalation, how many the escalation judge decided, at what cost."""
+
+    selection: SelectionVerdict | None = None
+    arguments: list[ArgumentVerdict] = field(default_factory=list)
+    count: int = 0
+    tally: Counter[str] = field(default_factory=Counter)
 
 
 def grade(cases: Any, **options: Any) -> CheckResults:
