@@ -123,3 +123,25 @@ def test_an_unknown_probe_is_refused(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["probe", str(cases), "--probes", "tool_order,colour"])
     assert done.exit_code == 2
     assert "colour" in done.output
+
+
+def test_calibrate_adds_the_probe_table_to_the_record_and_the_report(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.jsonl"
+    labelled = []
+    for i in range(12):
+        label = "correct" if i % 2 else "incorrect"
+        labelled.append(TWO_CALLS | {"id": f"s{i}", "labels": {"selection": label}})
+    sample.write_text("".join(json.dumps(c) + "\n" for c in labelled))
+    record, report = tmp_path / "calibration.json", tmp_path / "report.html"
+    with serving(order_sensitive) as server:
+        done = CliRunner().invoke(
+            main,
+            ["calibrate", str(sample), "-o", str(record), "--report", str(report),
+             "--probes", "tool_order,call_ids", "--base-url", server.url, "--model", "m",
+             "--cache-dir", str(tmp_path / "cache")],
+        )  # fmt: skip
+    assert done.exit_code == 1, done.output  # kappa 0: every verdict is "correct"
+    probes = {p["probe"]: p for p in json.loads(record.read_text())["probes"]}
+    assert probes["tool_order"]["flipped"] == 12 and probes["tool_order"]["flip_rate"] == 1.0
+    assert probes["call_ids"]["flipped"] == 0
+    assert "Invariance probes" in report.read_text() and "invariance probes" in done.output

@@ -104,6 +104,9 @@ class CalibrationRecord(BaseModel):
     cross-validated figures of the fitted decision."""
     confidence: dict[str, ConfidenceStats] = Field(default_factory=dict)
     """Per fitted dimension, cross-validated: reliability, ECE and risk-coverage."""
+    probes: list[dict[str, Any]] = Field(default_factory=list)
+    """`judge calibrate --probes`: per probe, the cases it applied to, how many flipped, the
+    flip rate and their ids (as `judge probe --format json` gives them)."""
 
 
 class GateRefusal(JudgeError):

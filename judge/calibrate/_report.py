@@ -38,6 +38,22 @@ def render_report(record: CalibrationRecord, rows: list[dict[str, Any]]) -> str:
         parts.append("</div>")
     for name, confidence in record.confidence.items():
         parts.append(_confidence(name, confidence, record.fitted[name].threshold))
+    if record.probes:
+        parts.append(
+            "<h2>Invariance probes</h2><table><tr><th>probe</th><th>applied</th>"
+            "<th>flipped</th><th>flip rate</th><th>cases that flipped</th></tr>"
+        )
+        for probe in record.probes:
+            rate = probe["flip_rate"]
+            cells = (
+                probe["probe"],
+                probe["applied"],
+                probe["flipped"],
+                "n/a" if rate is None else f"{rate:.1%}",
+                ", ".join(probe["flipped_cases"]) or "-",
+            )
+            parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells))
+        parts.append("</table>")
     parts.append(f"<h2>Disagreements ({len(rows)})</h2>")
     parts.append(
         "<table><tr><th>case</th><th>dimension</th><th>label</th><th>verdict</th>"

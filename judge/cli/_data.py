@@ -26,8 +26,10 @@ from judge.cli._common import (
     summary_format_option,
 )
 from judge.cli._judge_options import judge_options, make_judge
+from judge.cli._probe import probe_names
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
+from judge.judging._probes import ProbeStats, probe
 
 
 @click.command("calibrate")
@@ -70,6 +72,12 @@ from judge.judging._grade import Judge
     "to abstention: judge grade --coverage).",
 )
 @click.option(
+    "--probes",
+    callback=probe_names,
+    help="Also ask the sample with these invariance probes (tool_order, call_order, "
+    "call_ids, key_order) and add each one's flip rate to the record and the report.",
+)
+@click.option(
     "--abstain-below",
     type=click.FloatRange(0, 1),
     help="Measure the judge as it will run with this abstention (and, with --escalate-*, "
@@ -86,6 +94,7 @@ def calibrate_command(
     disagreements: str | None,
     report: str | None,
     coverage: float | None,
+    probes: list[str] | None,
     abstain_below: float | None,
     summary_format: str,
     **judge_options: Any,
@@ -106,7 +115,7 @@ def calibrate_command(
         click.echo(f"judge calibrate: skipped {error}", err=True)
     cases = list(loaded)
     try:
-        graded = asyncio.run(_grade_all(judge, cases))
+        graded, probed = asyncio.run(_grade_all(judge, cases, probes or []))
     except JudgeEndpointError as exc:
         click.echo(f"judge calibrate: {exc}", err=True)
         sys.exit(EXIT_ENDPOINT)
@@ -122,6 +131,8 @@ def calibrate_command(
         defaults={r.dimension: r.combine for r in judge.rubrics.all if r.scored},
         coverage=coverage,
     )
+    if probed:
+        record = record.model_copy(update={"probes": [p.to_dict() for p in probed]})
     rows = find_disagreements(cases, graded)
     write_jsonl(results, (r.to_json_dict() for r in graded))
     write_jsonl(disagreements, rows)
@@ -135,10 +146,14 @@ def calibrate_command(
     sys.exit(0 if record.passed else EXIT_BELOW_THRESHOLD)
 
 
-async def _grade_all(judge: Judge, cases: list[Any]) -> list[CaseResult]:
+async def _grade_all(
+    judge: Judge, cases: list[Any], probes: list[str]
+) -> tuple[list[CaseResult], list[ProbeStats]]:
     with progress_bar("calibrating", len(cases), sys.stderr.isatty()) as step:
         async with judge:
-            return list(await judge.grade(cases, on_result=lambda _: step(1)))
+            graded = list(await judge.grade(cases, on_result=lambda _: step(1)))
+            # The unchanged cases come from the cache: only the changed ones are asked.
+            return graded, (await probe(judge, cases, probes) if probes else [])
 
 
 def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str) -> None:
@@ -205,6 +220,20 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
                 number(row.kappa),
                 number(row.agreement),
                 number(row.min_confidence),
+            )
+        console.print(table)
+    if record.probes:
+        table = Table(title="invariance probes", title_justify="left")
+        for column in ("probe", "applied", "flipped", "flip rate", "cases that flipped"):
+            table.add_column(column)
+        for probed in record.probes:
+            rate = probed["flip_rate"]
+            table.add_row(
+                str(probed["probe"]),
+                str(probed["applied"]),
+                str(probed["flipped"]),
+                "n/a" if rate is None else f"{rate:.1%}",
+                ", ".join(probed["flipped_cases"][:10]) or "-",
             )
         console.print(table)
     verdict = "PASSED" if record.passed else "NOT PASSED"

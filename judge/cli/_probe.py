@@ -28,7 +28,9 @@ from judge.judging._probes import PROBES, ProbeStats, probe
 SHOWN_CASES = 10
 
 
-def _probe_names(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+def probe_names(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    if value is None:
+        return None
     names = [name.strip() for name in value.split(",") if name.strip()]
     unknown = [name for name in names if name not in PROBES]
     if unknown or not names:
@@ -42,7 +44,7 @@ def _probe_names(ctx: click.Context, param: click.Parameter, value: str) -> list
     "--probes",
     default=",".join(PROBES),
     show_default=True,
-    callback=_probe_names,
+    callback=probe_names,
     help="Comma-separated changes that must not change a verdict: tool_order (the tools "
     "reversed), call_order (the calls reversed), call_ids (ids renamed), key_order (argument "
     "keys reversed).",
