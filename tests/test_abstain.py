@@ -266,3 +266,52 @@ def test_a_cascade_is_calibrated_as_one_judge(tmp_path: Path) -> None:
         cascade = make_judge(server, tmp_path, abstain_below=0.8, escalation=second)
         assert cascade.fingerprint()["escalation"]["model"] == "strong"
         assert fingerprint_sha256(cascade.fingerprint()) != fingerprint_sha256(alone.fingerprint())
+
+
+def test_a_record_gated_at_a_coverage_abstains_at_it_by_default(tmp_path: Path) -> None:
+    record = tmp_path / "calibration.json"
+    out = tmp_path / "graded.jsonl"
+    with serving(by_marker) as server:
+        invoke(
+            server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record),
+            "--rubrics", str(QUICK), "--coverage", "0.5", "--min-kappa", "0.9",
+        )  # fmt: skip
+        done = invoke(
+            server, tmp_path, "grade", str(sample(tmp_path)), "-o", str(out), "--rubrics",
+            str(QUICK), "--calibration", str(record),
+        )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "gated at coverage 50%" in done.output
+    verdicts = [
+        json.loads(x)["judge"]["selection"]["verdict"] for x in out.read_text().splitlines()
+    ]
+    assert "uncertain" in verdicts
+
+
+def test_the_escalation_judge_never_gets_the_first_judges_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from judge.cli import main
+
+    monkeypatch.setenv("JUDGE_API_KEY", "sk-first-judge")
+    monkeypatch.delenv("JUDGE_ESCALATE_API_KEY", raising=False)
+    unsure = {"correct": 0.6, "inc": 0.4}
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(PARIS) + "\n")
+    with (
+        serving(lambda body: with_logprobs(answer(body), {"verdict": unsure})) as one,
+        serving(lambda body: answer(body)) as two,
+    ):
+        done = CliRunner().invoke(
+            main,
+            ["grade", str(cases), "--base-url", one.url, "--model", "m", "--cache-dir",
+             str(tmp_path / "cache"), "--abstain-below", "0.8", "--escalate-base-url", two.url,
+             "--escalate-model", "strong"],
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        assert one.chat_requests[0].authorization == "Bearer sk-first-judge"
+        assert two.chat_requests and {r.authorization for r in two.chat_requests} == {
+            "Bearer not-needed"
+        }

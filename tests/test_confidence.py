@@ -66,6 +66,13 @@ def test_the_needed_action_carries_the_selection_confidence() -> None:
     assert selection_confidence(needed, None, "call_tool", "correct") is None
 
 
+def refuse(body: dict[str, Any]) -> Reply:
+    """An endpoint that rejects any request asking for logprobs."""
+    if body.get("logprobs"):
+        return Reply(400, {"error": {"message": "logprobs are not supported by this model"}})
+    return answer(body)
+
+
 def scripted(at: dict[str, dict[str, float]], label: str = "correct") -> Any:
     def reply(body: dict[str, Any]) -> Reply:
         assert body["logprobs"] is True and body["top_logprobs"] == 5
@@ -100,11 +107,6 @@ def test_cached_replies_keep_their_confidence(tmp_path: Path) -> None:
 def test_an_endpoint_that_refuses_logprobs_is_asked_without_them_once_learnt(
     tmp_path: Path,
 ) -> None:
-    def refuse(body: dict[str, Any]) -> Reply:
-        if body.get("logprobs"):
-            return Reply(400, {"error": {"message": "logprobs are not supported by this model"}})
-        return answer(body)
-
     with serving(refuse) as server:
         results = run(make_judge(server, tmp_path, concurrency=1), [PARIS, TWO_CALLS])
         asked = [r.body.get("logprobs") for r in server.chat_requests]
@@ -172,3 +174,33 @@ def test_derived_verdicts_are_certain(tmp_path: Path) -> None:
     assert result.judge.selection.confidence == 1.0
     [verdict] = result.judge.arguments
     assert verdict.source == "derived" and verdict.confidence == 1.0
+
+
+def test_a_reply_cannot_abstain_or_claim_to_be_derived(tmp_path: Path) -> None:
+    def sneaky(body: dict[str, Any]) -> Reply:
+        reply = answer(body)
+        data = json.loads(reply.body["choices"][0]["message"]["content"])
+        if "verdicts" in data:
+            data["verdicts"][0].update(verdict="uncertain", leaning="correct")
+        else:
+            data.update(source="derived", escalated=True)
+        reply.body["choices"][0]["message"]["content"] = json.dumps(data)
+        return reply
+
+    with serving(sneaky) as server:
+        [result] = run(make_judge(server, tmp_path, response_format="json_object"), [PARIS])
+    assert result.judge is not None and result.judge.selection is not None
+    assert result.judge.selection.source == "judge" and not result.judge.selection.escalated
+    # "uncertain" is not a label a judge may give: the reply is asked again, then an error.
+    assert result.judge.status == "judge_error"
+    assert "verdict must be one of" in (result.judge.error or "")
+
+
+def test_a_refused_logprobs_run_keeps_the_fingerprint_it_was_calibrated_with(
+    tmp_path: Path,
+) -> None:
+    with serving(refuse) as server:
+        judge = make_judge(server, tmp_path)
+        before = judge.fingerprint()
+        run(judge, [PARIS])
+        assert judge.fingerprint() == before == make_judge(server, tmp_path).fingerprint()

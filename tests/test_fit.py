@@ -74,7 +74,7 @@ def scored_items(n: int, flip: int = 0) -> list[Item]:
     for i in range(n):
         label = i % 2 == 0
         says = label if i >= flip else not label
-        items.append(Item(label, "called", [{"needs_call": 0.85 if says else 0.2}], 0.5))
+        items.append(Item(label, "called", [{"needs_call": 0.85 if says else 0.2}]))
     return items
 
 
@@ -92,7 +92,7 @@ def test_cross_validation_predicts_each_fold_from_the_others() -> None:
 
 
 def test_a_branch_with_one_class_keeps_the_rubric_weights() -> None:
-    items = [Item(True, "called", [{"needs_call": 0.9}], 0.5)] * 6
+    items = [Item(True, "called", [{"needs_call": 0.9}])] * 6
     items += [
         Item(i % 2 == 0, "not_called", [{"asks": 0.9 if i % 2 == 0 else 0.1}]) for i in range(8)
     ]
@@ -104,7 +104,7 @@ def test_a_branch_with_one_class_keeps_the_rubric_weights() -> None:
 
 def test_platt_maps_an_overconfident_judge_to_its_hit_rate() -> None:
     # Always 95% sure of "correct", right 6 times in 10.
-    items = [Item(i < 6, "called", [], 0.95) for i in range(10)] * 3
+    items = [Item(i < 6, "called", [], True, 0.95) for i in range(10)] * 3
     fitted = fit(items, "platt", {})
     assert fitted.platt is not None
     a, b = fitted.platt
@@ -183,3 +183,23 @@ def grade(server: ChatServer, tmp_path: Path, record: Path | None) -> dict[str, 
             judged["arguments"][0]["verdict"],
         )
     return found
+
+
+def test_a_refit_replaces_the_rubrics_weights_only_when_it_does_better() -> None:
+    import random
+
+    noise = random.Random(3)
+    items = [
+        Item(i % 2 == 0, "called", [{"needs_call": 0.85 if i % 2 == 0 else 0.2,
+                                     "noise": noise.uniform(0.1, 0.9)}])
+        for i in range(40)
+    ]  # fmt: skip
+    # The rubric weighs only the noise: rescaling it cannot help, refitting can.
+    blind = {"called": Combine(weights={"noise": 1.0, "needs_call": 0.0})}
+    fitted = fit(items, "scored", blind)
+    assert abs(fitted.combine["called"].weights["needs_call"]) > 0.5
+    assert [predict(fitted, i).verdict for i in items] == [i.label for i in items]
+    # The rubric already weighs the answer that matters: it is kept, only rescaled.
+    sighted = {"called": Combine(weights={"needs_call": 1.0})}
+    kept = fit(items, "scored", sighted).combine["called"]
+    assert set(kept.weights) == {"needs_call"} and kept.weights["needs_call"] > 1.0

@@ -75,3 +75,15 @@ def test_unparseable_arguments_are_skipped() -> None:
     data = case([call("f", "{bad")], tools=[tool("f", ANY)])
     [loaded] = load_cases([data])
     assert ungrounded_values(loaded) == ()
+
+
+def test_the_users_numbers_and_quoted_phrases_that_no_call_holds() -> None:
+    from judge.cases._case import Case
+    from judge.checks._grounding import unused_user_values
+
+    said = 'Book 2 seats for "Hamlet" at 7.30, 1,200 points, and "Macbeth"'
+    arguments = {"seats": 2, "show": "hamlet", "time": "7.3"}
+    data = case([call("book", arguments)]) | {"messages": [{"role": "user", "content": said}]}
+    assert unused_user_values(Case.model_validate(data)) == ("1,200", "Macbeth")
+    no_call = case([]) | {"messages": [{"role": "user", "content": said}]}
+    assert unused_user_values(Case.model_validate(no_call)) == ()

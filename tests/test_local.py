@@ -116,5 +116,16 @@ def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
         assert judged.provenance.model == _local.LOCAL_MODEL_NAME
         assert judged.provenance.endpoint == "embedded"
     first = results[0].judge  # type: ignore[attr-defined]
-    assert first.selection.verdict == "correct"
-    assert [a.verdict for a in first.arguments] == ["correct"]
+    assert first.selection.verdict in ("correct", "incorrect")
+    assert [a.call for a in first.arguments] == [0]
+    for result in results:
+        judged = result.judge  # type: ignore[attr-defined]
+        # The scored rubrics: one token per question, its probability read from logprobs...
+        assert judged.provenance.rubrics[0].name == "selection-quick"
+        assert judged.selection.confidence_source == "logprobs"
+        assert 0.5 <= judged.selection.confidence <= 1
+        assert judged.usage.completion_tokens == judged.usage.requests
+        # ...and every question after the first evaluated only its own tokens: the case
+        # came from the server's prompt cache.
+        assert judged.usage.cached_prompt_tokens > 0
+    assert all(a.confidence_source == "logprobs" for a in first.arguments)

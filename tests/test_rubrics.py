@@ -40,7 +40,7 @@ def render(name: str, data: dict[str, Any], kind: str = "default") -> str:
     return "\n".join(m["content"] for m in question.messages)
 
 
-@pytest.mark.parametrize("kind", ["default", "small"])
+@pytest.mark.parametrize("kind", ["default", "small", "quick"])
 @pytest.mark.parametrize("dimension", ["selection", "arguments"])
 def test_untrusted_text_cannot_close_the_rubric_delimiters(dimension: str, kind: str) -> None:
     text = render(dimension, INJECTION, kind)
@@ -194,15 +194,15 @@ def test_rubric_show_unknown_case(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("flags", "small"),
+    ("flags", "kind"),
     [
-        pytest.param([], True, id="embedded-judge-gets-the-small-set"),
-        pytest.param(ENDPOINT, False, id="an-endpoint-gets-the-default-set"),
-        pytest.param(["--small", *ENDPOINT], True, id="small-asked-for"),
+        pytest.param([], "quick", id="embedded-judge-gets-the-scored-set"),
+        pytest.param(ENDPOINT, "default", id="an-endpoint-gets-the-default-set"),
+        pytest.param(["--small", *ENDPOINT], "small", id="small-asked-for"),
     ],
 )
 def test_rubric_show_picks_the_rubric_set_as_grade_does(
-    tmp_path: Path, flags: list[str], small: bool
+    tmp_path: Path, flags: list[str], kind: str
 ) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text(__import__("json").dumps(INJECTION) + "\n")
@@ -210,8 +210,10 @@ def test_rubric_show_picks_the_rubric_set_as_grade_does(
         main, ["rubric", "show", "selection", "--case", str(cases), "--id", "inject", *flags]
     )
     assert shown.exit_code == 0, shown.output
-    # Only the small selection rubric asks for the needed action.
-    assert ("needed_action" in shown.stdout) is small
+    # Only the small selection rubric asks for the needed action; only the scored one asks
+    # one-token questions after the case.
+    assert ("needed_action" in shown.stdout) is (kind == "small")
+    assert ("===== question " in shown.stdout) is (kind == "quick")
 
 
 def test_rubric_show_of_an_unknown_rubric_exits_2(tmp_path: Path) -> None:

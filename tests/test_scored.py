@@ -16,7 +16,8 @@ from tests.helpers import call, case
 from tests.test_judge import NO_CALL, PARIS, TWO_CALLS, make_judge, run
 
 QUICK = builtin_rubrics_dir("quick")
-ANSWERS = {"needs_call": 0.9, "all_needed": 0.2, "asks": 0.7, "match": 0.8}
+ANSWERS = {"right_tool": 0.9, "all_needed": 0.2, "needs_call": 0.7, "should_ask": 0.3, "match": 0.8}
+CODE = {"ungrounded", "unused"}
 
 
 def by_question(body: dict[str, Any]) -> Reply:
@@ -62,14 +63,17 @@ def test_the_answers_combine_as_the_rubric_says(tmp_path: Path) -> None:
     rubrics = load_rubrics(QUICK)
     assert paris.judge is not None and paris.judge.selection is not None
     combine = rubrics.selection.combine["called"]
-    z = combine.bias + sum(w * logit(ANSWERS[k]) for k, w in combine.weights.items())
+    # PARIS: no value outside the conversation, none of the user's left out: counts of 0.
+    z = combine.bias + sum(
+        w * logit(ANSWERS[k]) for k, w in combine.weights.items() if k in ANSWERS
+    )
     p = 1 / (1 + math.exp(-z))
     selection = paris.judge.selection
     assert selection.verdict == ("correct" if p >= combine.threshold else "incorrect")
     assert selection.confidence == pytest.approx(p if selection.verdict == "correct" else 1 - p)
     assert selection.features is not None
     for name, value in selection.features.items():
-        assert value == pytest.approx(ANSWERS[name])
+        assert value == (0.0 if name in CODE else pytest.approx(ANSWERS[name]))
     assert f"P(correct) = {p:.2f}" in selection.reasoning
     [argument] = paris.judge.arguments
     combine = rubrics.arguments.combine["called"]
@@ -79,7 +83,7 @@ def test_the_answers_combine_as_the_rubric_says(tmp_path: Path) -> None:
     assert argument.confidence == pytest.approx(max(1 / (1 + math.exp(-z)), 1 / (1 + math.exp(z))))
     assert hello.judge is not None and hello.judge.selection is not None
     assert hello.judge.arguments == ()
-    assert set(hello.judge.selection.features or {}) <= {
+    assert set(hello.judge.selection.features or {}) - CODE == {
         q.id for q in rubrics.selection.questions if q.when != "called"
     }
 
@@ -170,3 +174,18 @@ def test_probability_is_the_logistic_of_the_weighted_log_odds() -> None:
     assert probability(combine, {"match": 0.8, "ungrounded": 2}) == pytest.approx(
         1 / (1 + math.exp(-z))
     )
+
+
+def test_a_dry_run_counts_each_question_and_what_is_cached(tmp_path: Path) -> None:
+    import asyncio
+
+    from judge.judging._plan import plan
+
+    with serving(by_question) as server:
+        judge = make_judge(server, tmp_path, rubrics=QUICK)
+        before = asyncio.run(plan(judge, [TWO_CALLS]))
+        run(make_judge(server, tmp_path, rubrics=QUICK), [TWO_CALLS])
+        asked = len(server.chat_requests)
+        after = asyncio.run(plan(make_judge(server, tmp_path, rubrics=QUICK), [TWO_CALLS]))
+    assert (before.requests, before.cached) == (asked, 0)
+    assert (after.requests, after.cached) == (0, asked)

@@ -14,7 +14,7 @@ confidence fit nothing: the record then reports what it always did."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,9 +24,11 @@ from judge.cases._case import Case
 from judge.checks._outcome import ArgumentVerdict, SelectionVerdict
 from judge.checks._result import CaseResult
 from judge.judging._rubric import Combine
-from judge.judging._scored import feature, logit, probability, sigmoid
+from judge.judging._scored import feature, logit, platt, probability
 
 FOLDS = 5
+INNER_FOLDS = 3
+"""Folds of the inner cross-validation that picks how a scored rubric is fitted."""
 SEED = 20261201
 COVERAGES = (0.2, 0.4, 0.6, 0.8, 1.0)
 BINS = 5  # reliability bins over the confidence of the label, [0.5, 1]
@@ -101,8 +103,10 @@ class Item:
     branch: str
     calls: list[dict[str, float]] = field(default_factory=list)
     """Per judged call (arguments) or one entry (selection): a scored rubric's features."""
+    says: bool | None = None
+    """The judge's own label: correct or not."""
     confidence: float | None = None
-    """P(correct) as the judge gave it (from its label and confidence)."""
+    """The judge's confidence in its own label."""
     derived: bool = False
 
 
@@ -133,19 +137,13 @@ def items_of(
     return found
 
 
-def _p_correct(verdict: SelectionVerdict | ArgumentVerdict) -> float | None:
-    if verdict.confidence is None:
-        return None
-    return verdict.confidence if verdict.verdict == "correct" else 1 - verdict.confidence
-
-
 def _selection_item(label: bool, branch: str, verdict: SelectionVerdict | None) -> Item | None:
     if verdict is None or verdict.verdict == "uncertain":
         return None
     if verdict.source == "derived":
-        return Item(label, branch, derived=True, confidence=0.0)
+        return Item(label, branch, derived=True)
     calls = [verdict.features] if verdict.features is not None else []
-    return Item(label, branch, calls, _p_correct(verdict))
+    return Item(label, branch, calls, verdict.verdict == "correct", verdict.confidence)
 
 
 def _arguments_item(label: bool, branch: str, verdicts: Sequence[ArgumentVerdict]) -> Item | None:
@@ -153,21 +151,30 @@ def _arguments_item(label: bool, branch: str, verdicts: Sequence[ArgumentVerdict
     if not applicable or any(v.verdict == "uncertain" for v in applicable):
         return None
     if any(v.source == "derived" for v in applicable):
-        return Item(label, branch, derived=True, confidence=0.0)
-    scores = [_p_correct(v) for v in applicable]
+        return Item(label, branch, derived=True)
     features = [v.features for v in applicable]
     calls = [f for f in features if f is not None] if all(f is not None for f in features) else []
-    confidence = None if any(s is None for s in scores) else min(s for s in scores if s is not None)
-    return Item(label, branch, calls, confidence)
+    # The case is correct when every call is (as sure as the least sure of them), else
+    # incorrect (as sure as the surest incorrect call).
+    says = all(v.verdict == "correct" for v in applicable)
+    deciding = [v for v in applicable if (v.verdict == "correct") == says]
+    confidences = [v.confidence for v in deciding]
+    confidence = None
+    if all(c is not None for c in confidences):
+        known = [c for c in confidences if c is not None]
+        confidence = min(known) if says else max(known)
+    return Item(label, branch, calls, says, confidence)
 
 
 def method_for(items: Sequence[Item]) -> Literal["scored", "platt"] | None:
+    """`scored` when every judged verdict carries its answers; `platt` when most carry a
+    confidence (the others are kept, least confident); None otherwise."""
     judged = [i for i in items if not i.derived]
     if not judged:
         return None
     if all(i.calls for i in judged):
         return "scored"
-    if all(i.confidence is not None for i in judged):
+    if sum(i.confidence is not None for i in judged) >= 0.9 * len(judged):
         return "platt"
     return None
 
@@ -191,28 +198,77 @@ def fit(
     *,
     folds: int = FOLDS,
 ) -> Fitted:
-    """Fit on these items: the weights per branch and the threshold, or the Platt map."""
+    """Fit on these items: the weights per branch and the threshold, or the Platt map.
+
+    For a scored rubric, per branch, two fits compete: every weight refitted, or the
+    rubric's own combination rescaled (two parameters: sure with few labels). The one with
+    the better kappa in an inner cross-validation of these items wins (ties: the rescaling),
+    so the choice never sees the fold being predicted."""
     judged = [i for i in items if not i.derived]
     if method == "platt":
-        x = [[logit(_own(i))] for i in judged]
-        y = [((i.confidence or 0) >= 0.5) == i.label for i in judged]  # its own label right
+        known = [i for i in judged if i.confidence is not None]
+        x = [[logit(i.confidence or 0.5)] for i in known]
+        y = [i.says == i.label for i in known]  # its own label right
         coef = _logistic(x, y)
         platt = None if coef is None else (coef[1][0], coef[0])
         return Fitted(method="platt", folds=folds, platt=platt)
+    rescaled = _scored_fit(items, defaults, _rescaled, folds)
+    refitted = _scored_fit(items, defaults, _refitted, folds)
+    labels = [i.label for i in items]
+    if len(items) < 2 * INNER_FOLDS or min(sum(labels), len(labels) - sum(labels)) < INNER_FOLDS:
+        return rescaled
+    scores = {}
+    for name, how in (("rescaled", _rescaled), ("refitted", _refitted)):
+        verdicts: list[bool | None] = [None] * len(items)
+        for train, test in _folds(labels, INNER_FOLDS):
+            inner = _scored_fit([items[i] for i in train], defaults, how, folds)
+            for index in test:
+                verdicts[index] = predict(inner, items[index]).verdict
+        scores[name] = kappa([bool(v) for v in verdicts], labels) or -1.0
+    return refitted if scores["refitted"] > scores["rescaled"] + 1e-9 else rescaled
+
+
+Refit = Callable[[list[tuple[dict[str, float], bool]], Combine], Combine | None]
+
+
+def _scored_fit(
+    items: Sequence[Item], defaults: dict[str, Combine], how: Refit, folds: int
+) -> Fitted:
+    """One fit of a scored rubric's decision: each branch by `how`, then the threshold."""
     combine = dict(defaults)
-    for branch in defaults:
-        rows = [(c, i.label) for i in judged if i.branch == branch for c in _rows(i)]
-        names = sorted({name for c, _ in rows for name in c})
-        coef = _logistic([[feature(c, n) for n in names] for c, _ in rows], [y for _, y in rows])
-        if coef is not None:
-            bias, weights = coef
-            combine[branch] = Combine(
-                bias=bias, weights=dict(zip(names, weights, strict=True)), threshold=0.5
-            )
+    for branch, default in defaults.items():
+        rows = [
+            (c, i.label) for i in items if not i.derived and i.branch == branch for c in _rows(i)
+        ]
+        found = how(rows, default)
+        if found is not None:
+            combine[branch] = found
     probe = Fitted(method="scored", folds=folds, combine=combine)
     scores = [predict(probe, i).p for i in items]
     threshold = best_threshold(scores, [i.label for i in items])
     return probe.model_copy(update={"threshold": threshold})
+
+
+def _refitted(rows: list[tuple[dict[str, float], bool]], default: Combine) -> Combine | None:
+    """Every feature's weight fitted anew."""
+    names = sorted({name for c, _ in rows for name in c})
+    coef = _logistic([[feature(c, n) for n in names] for c, _ in rows], [y for _, y in rows])
+    if coef is None:
+        return None
+    bias, weights = coef
+    return Combine(bias=bias, weights=dict(zip(names, weights, strict=True)))
+
+
+def _rescaled(rows: list[tuple[dict[str, float], bool]], default: Combine) -> Combine | None:
+    """The rubric's combination z, rescaled: sigmoid(a x z + b), as weights a x w, bias
+    a x bias + b."""
+    z = [default.bias + sum(w * feature(c, n) for n, w in default.weights.items()) for c, _ in rows]
+    coef = _logistic([[v] for v in z], [y for _, y in rows])
+    if coef is None:
+        return None
+    b, (a,) = coef
+    weights = {n: a * w for n, w in default.weights.items()}
+    return Combine(bias=a * default.bias + b, weights=weights)
 
 
 def _rows(item: Item) -> list[dict[str, float]]:
@@ -228,10 +284,10 @@ def predict(fitted: Fitted, item: Item) -> Prediction:
     if item.derived:
         return Prediction(0.0, False, 1.0)
     if fitted.method == "platt":
-        own = _own(item)
-        a, b = fitted.platt or (1.0, 0.0)
-        right = sigmoid(a * logit(own) + b)
-        says = (item.confidence or 0) >= 0.5
+        says = bool(item.says)
+        right = (
+            0.5 if item.confidence is None else platt(fitted.platt or (1.0, 0.0), item.confidence)
+        )
         return Prediction(right if says else 1 - right, says, right)
     combine = fitted.combine[item.branch]
     p = min(probability(combine, features) for features in item.calls)
@@ -273,12 +329,14 @@ def confidence_stats(
     right = [p.verdict == y for p, y in zip(predictions, labels, strict=True)]
     bins = []
     ece = 0.0
-    for b in range(BINS):
-        low, high = 0.5 + b * 0.5 / BINS, 0.5 + (b + 1) * 0.5 / BINS
+    # Below 0.5 (a calibrated judge less sure of its label than of the other), then BINS
+    # equal bins over [0.5, 1].
+    edges = [(0.0, 0.5), *((0.5 + b * 0.5 / BINS, 0.5 + (b + 1) * 0.5 / BINS) for b in range(BINS))]
+    for low, high in edges:
         inside = [
             i
             for i, p in enumerate(predictions)
-            if low <= p.confidence < high or (b == BINS - 1 and p.confidence == high)
+            if low <= p.confidence < high or (high == 1.0 and p.confidence == high)
         ]
         conf = sum(predictions[i].confidence for i in inside) / len(inside) if inside else None
         acc = sum(right[i] for i in inside) / len(inside) if inside else None
@@ -309,17 +367,11 @@ def confidence_stats(
     )
 
 
-def _own(item: Item) -> float:
-    """The confidence of the judge's own label."""
-    c = item.confidence or 0.0
-    return c if c >= 0.5 else 1 - c
-
-
-def _folds(labels: Sequence[bool]) -> list[tuple[list[int], list[int]]]:
+def _folds(labels: Sequence[bool], folds: int = FOLDS) -> list[tuple[list[int], list[int]]]:
     from sklearn.model_selection import StratifiedKFold
 
     smallest = min(sum(labels), len(labels) - sum(labels))
-    k = max(2, min(FOLDS, smallest))
+    k = max(2, min(folds, smallest))
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=SEED)
     return [(list(a), list(b)) for a, b in splitter.split([[0]] * len(labels), labels)]
 

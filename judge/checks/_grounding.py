@@ -1,7 +1,9 @@
-"""Grounding: which argument values appear nowhere in the conversation.
+"""Grounding: which argument values appear nowhere in the conversation, and which values the
+user gave appear in no call.
 
 Evidence for the judge (and for people), never a failure by itself: a value the user never
-said may be invented, or may be a sensible default.
+said may be invented, or may be a sensible default; a number the user said that no call uses
+may have been dropped, or may not be an argument at all.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from judge.cases._json import pointer
 from judge.checks._structure import parse_arguments
 
 _SPACES = re.compile(r"\s+")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_QUOTED = re.compile(r'"([^"]{2,60})"|\u201c([^\u201d]{2,60})\u201d')
 _GROUNDING_ROLES = ("user", "tool")
 
 
@@ -88,3 +92,29 @@ def _message_text(message: dict[str, Any]) -> str:
 
 def _normalise(text: str) -> str:
     return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).casefold().strip()
+
+
+def unused_user_values(case: Case) -> tuple[str, ...]:
+    """The numbers and quoted phrases of the user's last message that no call's arguments
+    hold (compared as text, case-, space- and Unicode-insensitively)."""
+    last = next((m for m in reversed(case.messages) if m.get("role") == "user"), None)
+    if last is None or not case.tool_calls:
+        return ()
+    said = _message_text(last)
+    held: list[str] = []
+    for call in case.tool_calls:
+        arguments, _ = parse_arguments(call.arguments)
+        if arguments is not None:
+            held.extend(_normalise(str(value)) for _, value in _leaves(arguments, ()))
+    text = " ".join(held)
+    found = []
+    for match in _NUMBER.finditer(said):
+        number = match.group().replace(",", "")
+        forms = {number, number.rstrip("0").rstrip(".") if "." in number else number}
+        if not any(form and form in text for form in forms):
+            found.append(match.group())
+    for match in _QUOTED.finditer(said):
+        phrase = match.group(1) or match.group(2)
+        if _normalise(phrase) not in text:
+            found.append(phrase)
+    return tuple(found)

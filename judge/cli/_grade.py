@@ -180,10 +180,11 @@ def rubric_group() -> None:
 
 @rubric_group.command("list")
 @click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
-@click.option("--small", is_flag=True, help="The rubrics of the embedded small judge.")
-def rubric_list(rubrics: str | None, small: bool) -> None:
+@click.option("--small", is_flag=True, help="The small JSON rubrics (rubrics/small).")
+@click.option("--quick", is_flag=True, help="The embedded judge's scored rubrics (rubrics/quick).")
+def rubric_list(rubrics: str | None, small: bool, quick: bool) -> None:
     """List the rubrics with their version and content hash."""
-    found = load_rubrics(rubrics, kind="small" if small else "default")
+    found = load_rubrics(rubrics, kind="quick" if quick else "small" if small else "default")
     for rubric in found.all:
         click.echo(
             f"{rubric.name}\t{rubric.dimension}\tv{rubric.version}\t"
@@ -196,7 +197,7 @@ def rubric_list(rubrics: str | None, small: bool) -> None:
 @click.option("--case", "case_file", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--id", "case_id", required=True, help="The case to render.")
 @click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
-@click.option("--small", is_flag=True, help="The rubrics of the embedded small judge.")
+@click.option("--small", is_flag=True, help="The small JSON rubrics (rubrics/small).")
 @click.option("--model", help="The judge, as for `judge grade` (it picks the rubric set).")
 @click.option("--base-url", help="The judge's endpoint, as for `judge grade`.")
 @click.option("--judge-broken", is_flag=True)
@@ -212,7 +213,7 @@ def rubric_show(
 ) -> None:
     """Print exactly what rubric NAME would send for one case: messages and reply schema.
     The rubric set is the one `judge grade` would use with the same --model, --base-url and
-    --rubrics (the small set for the embedded judge)."""
+    --rubrics (the quick set for the embedded judge)."""
     case = next((c for c in load_cases(case_file) if c.id == case_id), None)
     if case is None:
         click.echo(f"judge rubric show: no case {case_id!r} in {case_file}", err=True)
@@ -241,6 +242,18 @@ def rubric_show(
         )
         return
     for question in asked:
+        if rubric.scored:  # the case once, then each one-token question asked after it
+            from judge.judging._scored import asks
+
+            for message in question.messages:
+                click.echo(f"===== {message['role']} =====")
+                click.echo(message["content"])
+            for ask in asks(rubric, question.messages, question.calls):
+                click.echo(
+                    f"===== question {ask.id} (one token: logprobs of {rubric.answers}) ====="
+                )
+                click.echo(ask.messages[-1]["content"].rsplit("\n\nQuestion: ", 1)[1])
+            continue
         for message in question.messages:
             click.echo(f"===== {message['role']} =====")
             click.echo(message["content"])

@@ -144,6 +144,7 @@ def make_judge(options: dict[str, Any]) -> Judge:
     no_cache = options.pop("no_cache")
     logprobs = not options.pop("no_logprobs", False)
     escalate = options.pop("escalate_model", None), options.pop("escalate_base_url", None)
+    from judge.endpoints._endpoint import provider_of
     from judge.judging._grade import Judge  # the OpenAI SDK: only for commands that judge
 
     escalation = None
@@ -153,10 +154,13 @@ def make_judge(options: dict[str, Any]) -> Judge:
                 "the escalation judge answers the verdicts the first abstains on: "
                 "add --abstain-below (or --coverage with --calibration)"
             )
+        key = os.environ.get("JUDGE_ESCALATE_API_KEY") or None
+        if key is None and escalate[1] and provider_of(escalate[1]) == "custom":
+            key = "not-needed"  # never the first judge's JUDGE_API_KEY, sent to another host
         escalation = Judge(
             model=escalate[0],
             base_url=escalate[1],
-            api_key=os.environ.get("JUDGE_ESCALATE_API_KEY") or None,
+            api_key=key,
             cache=not no_cache,
             cache_dir=options.get("cache_dir"),
             timeout=options.get("timeout", 120.0),
@@ -202,17 +206,35 @@ def judge_for(
         sys.exit(EXIT_UNREADABLE)
     if calibration is not None:
         judge.trusted = gate_judge(judge, calibration, strict=strict, force=force, command=command)
+    if calibration is not None and judge.trusted and coverage is None and abstain_below is None:
+        coverage = gated_coverage(calibration)  # trusted at that coverage: abstain as it
+        if coverage is not None:
+            click.echo(
+                f"judge {command}: {calibration} was gated at coverage {coverage:.0%}: "
+                "abstaining as it did (--coverage or --abstain-below to choose)",
+                err=True,
+            )
     if coverage is not None and calibration is not None:
         judge.abstain_below = coverage_cuts(calibration, coverage, command)
     return judge
 
 
+def gated_coverage(path: str) -> float | None:
+    from judge.calibrate._record import load_record
+
+    return load_record(path).coverage
+
+
 def coverage_cuts(path: str, coverage: float, command: str) -> dict[str, float]:
     """Per dimension, the calibrated confidence under which verdicts are abstained from, so
     that `coverage` of them are kept (on the calibration's held-out verdicts)."""
-    from judge.calibrate._record import load_record
+    from judge.calibrate._record import GateRefusal, load_record
 
-    record = load_record(path)
+    try:
+        record = load_record(path)
+    except GateRefusal as exc:
+        click.echo(f"judge {command}: --coverage: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
     missing = [d for d in ("selection", "arguments") if d not in record.confidence]
     if missing:
         click.echo(
@@ -236,15 +258,8 @@ def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: s
 
     try:
         record = load_record(path)
-    except GateRefusal as exc:
-        if not force:
-            click.echo(f"judge {command}: refused: {exc}", err=True)
-            sys.exit(EXIT_GATE)
-        click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
-        return False
-    if fingerprint_sha256(judge.fingerprint()) == record.fingerprint_sha256:
-        apply_fitted(judge, record)  # fitted for this very judge, trusted or not
-    try:
+        if fingerprint_sha256(judge.fingerprint()) == record.fingerprint_sha256:
+            apply_fitted(judge, record)  # fitted for this very judge, trusted or not
         check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
     except GateRefusal as exc:
         if not force:

@@ -263,13 +263,15 @@ def _reply(completion: Any, mode: ResponseFormat | None) -> Reply:
 def _tokens(choice: Any) -> tuple[Token, ...]:
     content = getattr(getattr(choice, "logprobs", None), "content", None) or ()
     found = []
-    for item in content:
-        alternatives = tuple(
-            (str(t.token), float(t.logprob)) for t in (getattr(item, "top_logprobs", None) or ())
-        )
-        if not any(t == item.token for t, _ in alternatives):
-            alternatives = ((str(item.token), float(item.logprob)), *alternatives)
-        found.append(Token(str(item.token), alternatives))
+    try:
+        for item in content:
+            tops = getattr(item, "top_logprobs", None) or ()
+            alternatives = tuple((str(t.token), float(t.logprob)) for t in tops)
+            if not any(t == item.token for t, _ in alternatives):
+                alternatives = ((str(item.token), float(item.logprob)), *alternatives)
+            found.append(Token(str(item.token), alternatives))
+    except (TypeError, ValueError):  # a null or odd logprob: no confidence, not a failure
+        return ()
     return tuple(found)
 
 

@@ -45,7 +45,7 @@ def resolve_endpoint(
     base_url = base_url or env.get("JUDGE_BASE_URL") or None
     api_key = api_key or env.get("JUDGE_API_KEY") or None
     if base_url:
-        provider = _provider_of(base_url)
+        provider = provider_of(base_url)
         own_key = {"openrouter": "OPENROUTER_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
         key = api_key or (env.get(own_key) if own_key else None) or "not-needed"
         if not model:
@@ -73,7 +73,7 @@ def resolve_endpoint(
     return None
 
 
-def _provider_of(base_url: str) -> str:
+def provider_of(base_url: str) -> str:
     """`openrouter` or `openai` when the URL's host is theirs (not merely names it), else
     `custom`."""
     host = (urlsplit(base_url).hostname or "").lower()

@@ -66,9 +66,8 @@ from judge.judging._scored import (
     Fit,
     argument_verdict,
     asks,
-    logit,
+    platt,
     selection_verdict,
-    sigmoid,
 )
 
 MAX_REASKS = 2
@@ -126,8 +125,8 @@ class Judge:
         self._endpoint = resolve_endpoint(model=model, base_url=base_url, api_key=api_key)
         if isinstance(rubrics, RubricSet):
             self.rubrics = rubrics
-        else:  # the embedded model gets the rubrics made for a small judge
-            kind = "small" if self._endpoint is None and rubrics is None else "default"
+        else:  # the embedded model gets the scored rubrics made for it
+            kind = "quick" if self._endpoint is None and rubrics is None else "default"
             self.rubrics = load_rubrics(rubrics, kind=kind)
         self.temperature = temperature
         self.seed = seed
@@ -140,7 +139,8 @@ class Judge:
         self.reasoning_effort = reasoning_effort
         self.extra_body = dict(extra_body or {})
         self._format_choice = response_format
-        self._logprobs: int | None = TOP_LOGPROBS if logprobs else None
+        self._logprobs_asked: int | None = TOP_LOGPROBS if logprobs else None
+        self._logprobs = self._logprobs_asked
         """Alternatives asked per token; None once the endpoint refuses them (learnt once)."""
         self._mode: ResponseFormat = "json_schema" if response_format == "auto" else response_format
         self._concurrency = concurrency
@@ -178,12 +178,16 @@ class Judge:
         """The endpoint as recorded in provenance: its URL, or `embedded` for the local model."""
         return "embedded" if self._endpoint is None else self._endpoint.base_url
 
-    def provenance(self, mode: ResponseFormat | None = None) -> Provenance:
-        """The judge as recorded with a verdict (with the structured-output format in use).
-        Built once per format: it goes with every case and into every cache key."""
+    def provenance(
+        self, mode: ResponseFormat | None = None, logprobs: int | None | Literal["now"] = "now"
+    ) -> Provenance:
+        """The judge as recorded with a verdict (with the structured-output format and the
+        logprobs in use, unless given). Built once per pair: it goes with every case and into
+        every cache key."""
         mode = mode or self._mode
-        if (mode, self._logprobs) not in self._provenance:
-            self._provenance[mode, self._logprobs] = Provenance(
+        top = self._logprobs if logprobs == "now" else logprobs
+        if (mode, top) not in self._provenance:
+            self._provenance[mode, top] = Provenance(
                 model=self.model,
                 endpoint=self.endpoint_label,
                 temperature=self.temperature,
@@ -192,9 +196,9 @@ class Judge:
                 response_format=mode,
                 extra=self.extra_body,
                 rubrics=self._rubric_refs(),
-                logprobs=self._logprobs,
+                logprobs=top,
             )
-        return self._provenance[mode, self._logprobs]
+        return self._provenance[mode, top]
 
     def _rubric_refs(self) -> tuple[RubricRef, ...]:
         refs = self.rubrics.refs
@@ -207,8 +211,9 @@ class Judge:
         key, ever): what a calibration record is bound to. Its rubrics are those two
         dimensions' (what calibration measures; trajectory verdicts are never calibrated).
         The structured-output choice is recorded as asked (`auto` stays `auto`), so a run
-        that steps down keeps its fingerprint."""
-        found = _judge_fields(self.provenance())
+        that steps down keeps its fingerprint; so are logprobs, so a run whose endpoint
+        refuses them keeps it too."""
+        found = _judge_fields(self.provenance(logprobs=self._logprobs_asked))
         found["rubrics"] = [r.model_dump(mode="json") for r in self.rubrics.refs]
         found["response_format"] = self._format_choice
         found["samples"] = self.samples
@@ -252,8 +257,7 @@ class Judge:
         ab = self._platt.get(dimension)
         if ab is None or verdict.confidence is None or verdict.source == "derived":
             return verdict
-        own = max(verdict.confidence, 1 - verdict.confidence)
-        return verdict.model_copy(update={"confidence": sigmoid(ab[0] * logit(own) + ab[1])})
+        return verdict.model_copy(update={"confidence": platt(ab, verdict.confidence)})
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -373,7 +377,7 @@ class Judge:
             provenance=self.provenance(),
             trusted=self.trusted,
             escalated=escalated.count,
-            escalation_usage=Usage(**escalated.tally) if escalated.count else None,
+            escalation_usage=Usage(**escalated.tally) if escalated.tally else None,
             escalation=self.escalation.provenance() if self.escalation is not None else None,
         )
         outcome = outcome.model_copy(update={"agreement": agreement_with_checks(checked, outcome)})
@@ -472,12 +476,18 @@ class Judge:
             return False
         return await self._cache.get(self._key(question, sample, self._mode)) is not None
 
-    def _key(self, question: Question, sample: int, mode: ResponseFormat) -> str:
+    def _key(
+        self,
+        question: Question,
+        sample: int,
+        mode: ResponseFormat,
+        logprobs: int | None | Literal["now"] = "now",
+    ) -> str:
         # The judge without its rubric list, and the one rubric asked: turning the trajectory
         # rubric on, or editing another dimension's rubric, keeps this question's answers.
         return cache_key(
             {
-                "judge": _judge_fields(self.provenance(mode), exclude={"rubrics"}),
+                "judge": _judge_fields(self.provenance(mode, logprobs), exclude={"rubrics"}),
                 "rubric": question.rubric.ref.model_dump(mode="json"),
                 "messages": question.messages,
                 "schema": question.schema,
@@ -495,25 +505,37 @@ class Judge:
             found.setdefault(ask.call, {})[ask.id] = await self._answer(rubric, ask, tally)
         fit = self._fits.get(question.dimension)
         if question.dimension == "selection":
-            return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit)
+            counts = {"ungrounded": float(sum(question.ungrounded)), "unused": question.unused}
+            return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
         return [
-            argument_verdict(rubric, call, found.get(call, {}), count, fit)
+            argument_verdict(rubric, call, found.get(call, {}), count, fit, question.unused)
             for call, count in zip(question.calls, question.ungrounded, strict=True)
         ]
 
-    async def _answer(self, rubric: Rubric, ask: Ask, tally: Counter[str]) -> float:
-        """The probability of the rubric's first answer word, from the cache or asked."""
-        judge = _judge_fields(self.provenance(), exclude={"rubrics", "response_format"})
-        judge.pop("logprobs", None)
-        key = cache_key(
+    async def is_answered(self, rubric: Rubric, ask: Ask) -> bool:
+        """Whether a scored rubric's question would be answered from the cache."""
+        if self._cache is None:
+            return False
+        return await self._cache.get(self._answer_key(rubric, ask)) is not None
+
+    def _answer_key(self, rubric: Rubric, ask: Ask) -> str:
+        """An answer's key: the judge (model, endpoint, seed, provider fields) and exactly
+        what was sent. Not the rubric's hash: editing its weights re-asks nothing."""
+        return cache_key(
             {
-                "judge": judge,
-                "rubric": rubric.ref.model_dump(mode="json"),
+                "judge": _judge_fields(
+                    self.provenance(),
+                    exclude={"rubrics", "response_format", "temperature", "logprobs"},
+                ),
                 "messages": ask.messages,
                 "answers": list(rubric.answers),
                 "top_logprobs": ANSWER_LOGPROBS,
             }
         )
+
+    async def _answer(self, rubric: Rubric, ask: Ask, tally: Counter[str]) -> float:
+        """The probability of the rubric's first answer word, from the cache or asked."""
+        key = self._answer_key(rubric, ask)
         if self._cache is not None:
             hit = await self._cache.get(key)
             if isinstance(hit, dict) and isinstance(hit.get("p"), float):
@@ -550,8 +572,8 @@ class Judge:
         """A validated answer to one question: from the cache, or asked (re-asked when the
         reply cannot be used, at most MAX_REASKS times)."""
         parse = parser(question)
-        mode = self._mode
-        key = self._key(question, sample, mode)
+        mode, asked = self._mode, self._logprobs  # as this request asks, whatever others learn
+        key = self._key(question, sample, mode, asked)
         if self._cache is not None:
             hit = await self._cache.get(key)
             if hit is not None:
@@ -571,10 +593,10 @@ class Judge:
                     seed=None if self.seed is None else self.seed + sample,
                     reasoning_effort=self.reasoning_effort,
                     extra_body=self.extra_body,
-                    logprobs=self._logprobs,
+                    logprobs=asked,
                 )
             except JudgeRequestError as exc:
-                if self._logprobs is not None and rejects_logprobs(exc):
+                if asked is not None and rejects_logprobs(exc):
                     self._logprobs = None  # the endpoint gives none: ask without, once per run
                     return await self._ask(question, sample, tally)
                 if self._format_choice == "auto" and rejects_structured_output(exc):
@@ -587,6 +609,7 @@ class Judge:
                 requests=1,
                 prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens,
+                cached_prompt_tokens=reply.cached_tokens or 0,
             )
             raw = reply.text or reply.refusal
             if reply.refusal:
@@ -604,7 +627,7 @@ class Judge:
                 else:
                     confidences = _confidences(question, reply, data, answer)
                     if self._cache is not None:
-                        if self._logprobs is not None and isinstance(data, dict):
+                        if asked is not None and isinstance(data, dict):
                             data = {**data, _CONFIDENCE: confidences}
                         await self._cache.put(key, data)
                     return _with_confidences(answer, confidences)
@@ -672,14 +695,18 @@ def _confidences(
         return [None] * len(verdicts)
     labels = question.rubric.labels
     if isinstance(answer, SelectionVerdict) and question.rubric.decide_action:
-        [needed] = label_distributions(reply.text, reply.tokens, "needed_action", ACTIONS) or [None]
-        [verdict] = label_distributions(reply.text, reply.tokens, "verdict", labels) or [None]
+        needed = _only(label_distributions(reply.text, reply.tokens, "needed_action", ACTIONS))
+        verdict = _only(label_distributions(reply.text, reply.tokens, "verdict", labels))
         taken = taken_action(data, called=bool(question.calls))
         return [selection_confidence(needed, verdict, taken, answer.verdict)]
     found = label_distributions(reply.text, reply.tokens, "verdict", labels)
     if len(found) != len(verdicts):
         return [None] * len(verdicts)
     return [None if d is None else d.get(v.verdict) for d, v in zip(found, verdicts, strict=True)]
+
+
+def _only(found: list[dict[str, float] | None]) -> dict[str, float] | None:
+    return found[0] if len(found) == 1 else None
 
 
 def _with_confidences(answer: Any, confidences: list[float | None] | None) -> Any:

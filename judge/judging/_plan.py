@@ -13,6 +13,7 @@ from jinja2 import TemplateError
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
 from judge.cases._loading import iter_cases
+from judge.judging._scored import asks
 
 if TYPE_CHECKING:
     from judge.judging._grade import Judge
@@ -45,6 +46,15 @@ async def plan(judge: Judge, *sources: Any) -> Plan:
             found.unrenderable += 1
             continue
         for question in questions:
+            if question.rubric.scored:  # one request per question asked (per call), no samples
+                for ask in asks(question.rubric, question.messages, question.calls):
+                    if await judge.is_answered(question.rubric, ask):
+                        found.cached += 1
+                        continue
+                    found.requests += 1
+                    found.by_dimension[question.dimension] += 1
+                    found.prompt_tokens += sum(len(m["content"]) for m in ask.messages) // 4
+                continue
             for sample in range(judge.samples):
                 if await judge.is_cached(question, sample):
                     found.cached += 1

@@ -94,8 +94,10 @@ def verdicts(result: CaseResult, calls: int, probe: str | None = None) -> Verdic
     outcome = result.judge
     if outcome is None or outcome.status != "ok":
         return None
-    selection = outcome.selection.verdict if outcome.selection is not None else None
-    by_call = {a.call: a.verdict for a in outcome.arguments}
+    # An abstained verdict is compared by the label it leaned to: abstaining is not a flip.
+    chosen = outcome.selection
+    selection = (chosen.leaning or chosen.verdict) if chosen is not None else None
+    by_call = {a.call: a.leaning or a.verdict for a in outcome.arguments}
     order = range(calls - 1, -1, -1) if probe == "call_order" else range(calls)
     return selection, tuple(by_call.get(i) for i in order)
 

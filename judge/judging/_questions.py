@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from judge.cases._case import Case
+from judge.checks._grounding import unused_user_values
 from judge.checks._kinds import FailureKind
 from judge.checks._outcome import ArgumentVerdict, SelectionVerdict, TrajectoryVerdict
 from judge.checks._result import CaseResult, Failure
@@ -27,8 +28,10 @@ class Question:
     schema: dict[str, Any]
     calls: tuple[int, ...] = ()
     ungrounded: tuple[int, ...] = ()
-    """A scored arguments question: per call of `calls`, its values found nowhere in the
-    conversation."""
+    """A scored question: per call of `calls` (arguments), or for them all (selection), the
+    values found nowhere in the conversation."""
+    unused: int = 0
+    """A scored question: the user's numbers and quoted phrases that no call holds."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ def questions_for(
                 if rubric.scored
                 else selection_schema(rubric.reasoning_max_length, rubric.decide_action),
                 tuple(range(len(case.tool_calls))),
+                (len(variables["ungrounded"]),) if rubric.scored else (),
+                len(unused_user_values(case)) if rubric.scored else 0,
             )
         )
     derived: list[ArgumentVerdict] = []
@@ -106,6 +111,7 @@ def questions_for(
                 {} if rubric.scored else arguments_schema(group, rubric.reasoning_max_length),
                 tuple(group),
                 tuple(sum(u["call"] == i for u in variables["ungrounded"]) for i in group),
+                len(unused_user_values(case)) if rubric.scored else 0,
             )
         )
     if trajectory and rubrics.trajectory is not None:
@@ -123,22 +129,34 @@ def questions_for(
     return Questions(selection, derived, questions)
 
 
+_OURS = ("source", "confidence", "confidence_source", "leaning", "escalated", "features")
+"""Verdict fields only the pipeline sets: whatever a reply says of them is dropped."""
+
+
+def _asked(data: Any, labels: tuple[str, ...]) -> Any:
+    """A reply's verdict object as the judge may give it: its label one of the rubric's,
+    and nothing of what only the pipeline decides (its source, confidence, abstention)."""
+    if not isinstance(data, dict):
+        return data
+    if data.get("verdict") not in labels:
+        raise ValueError(f"verdict must be one of {list(labels)}, not {data.get('verdict')!r}")
+    return {k: v for k, v in data.items() if k not in _OURS}
+
+
 def parser(question: Question) -> Callable[[Any], Any]:
+    labels = question.rubric.labels
     if question.dimension == "trajectory":
-        return TrajectoryVerdict.model_validate
+        return lambda data: TrajectoryVerdict.model_validate(_asked(data, labels))
     if question.dimension == "selection":
         if question.rubric.decide_action:
-            return lambda data: settle_selection(data, called=bool(question.calls))
-        return SelectionVerdict.model_validate
+            return lambda data: settle_selection(_asked(data, labels), called=bool(question.calls))
+        return lambda data: SelectionVerdict.model_validate(_asked(data, labels))
 
     def parse(data: Any) -> list[ArgumentVerdict]:
         if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
             raise ValueError('expected {"verdicts": [...]}')
         # Whatever the reply says, these verdicts were asked, not derived.
-        verdicts = [
-            ArgumentVerdict.model_validate({**v, "source": "judge"} if isinstance(v, dict) else v)
-            for v in data["verdicts"]
-        ]
+        verdicts = [ArgumentVerdict.model_validate(_asked(v, labels)) for v in data["verdicts"]]
         if sorted(v.call for v in verdicts) != sorted(question.calls):
             raise ValueError(f"expected one verdict for each of the calls {list(question.calls)}")
         return verdicts

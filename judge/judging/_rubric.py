@@ -78,7 +78,7 @@ class Asked(BaseModel):
 class Combine(BaseModel):
     """How the answers become a verdict: P(correct) = sigmoid(bias + sum of weight x
     feature), a feature being the log-odds of a question's first answer (`yes`) or a count
-    from code (`ungrounded`: values of the call found nowhere in the conversation). The label
+    from code (`CODE_FEATURES`). The label
     is `correct` when P(correct) >= threshold; its confidence is P(correct), or 1 - it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -88,8 +88,10 @@ class Combine(BaseModel):
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
 
-CODE_FEATURES = frozenset(("ungrounded",))
-"""Features a scored rubric may weigh besides its questions."""
+CODE_FEATURES = frozenset(("ungrounded", "unused"))
+"""Features a scored rubric may weigh besides its questions: `ungrounded`, the call's values
+found nowhere in the conversation; `unused`, the numbers and quoted phrases of the user's last
+message that no call holds."""
 
 
 class _Header(BaseModel):

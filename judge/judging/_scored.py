@@ -43,7 +43,7 @@ def asks(rubric: Rubric, rendered: list[dict[str, str]], calls: tuple[int, ...])
             continue
         for call in calls if rubric.dimension == "arguments" else (None,):
             text = question.text if call is None else question.text.replace("{call}", str(call + 1))
-            content = f"{user['content']}\n\nQuestion: {text}\nAnswer with one word: {words}."
+            content = f"{user['content']}\n\nQuestion: {text}\nAnswer {words}."
             found.append(Ask(question.id, call, [system, {"role": "user", "content": content}]))
     return found
 
@@ -64,6 +64,11 @@ def feature(features: dict[str, float], name: str) -> float:
 def logit(p: float) -> float:
     p = min(max(p, _CLIP), 1 - _CLIP)
     return math.log(p / (1 - p))
+
+
+def platt(ab: tuple[float, float], confidence: float) -> float:
+    """A confidence mapped by a calibration's Platt fit: sigmoid(a x logit(c) + b)."""
+    return sigmoid(ab[0] * logit(confidence) + ab[1])
 
 
 def sigmoid(z: float) -> float:
@@ -95,17 +100,24 @@ def _described(
     ]
     if counts.get("ungrounded"):
         said.append(f"{counts['ungrounded']:g} value(s) found nowhere in the conversation")
+    if counts.get("unused"):
+        said.append(f"{counts['unused']:g} value(s) of the user's in no call")
     return "; ".join(said) + f". P(correct) = {p:.2f} (threshold {threshold:g})."
 
 
 def selection_verdict(
-    rubric: Rubric, answers: dict[str, float], called: bool, fitted: Fit | None = None
+    rubric: Rubric,
+    answers: dict[str, float],
+    called: bool,
+    fitted: Fit | None = None,
+    counts: dict[str, float] | None = None,
 ) -> SelectionVerdict:
     """The selection verdict of a scored rubric (with the weights and threshold a calibration
     fitted, when given). The category comes from the answers to the questions `needs_call`,
     `should_ask` and `asks`, where the rubric has them."""
     combine, threshold = _decision(rubric, "called" if called else "not_called", fitted)
-    p = probability(combine, answers)
+    counts = counts or {}
+    p = probability(combine, {**answers, **counts})
     correct = p >= threshold
     category: SelectionCategory
     asked = answers.get("asks", 0.0) >= 0.5
@@ -123,12 +135,12 @@ def selection_verdict(
     else:
         category = "needless_ask" if asked else "missing_call"
     return SelectionVerdict(
-        reasoning=_described(rubric, answers, {}, p, threshold),
+        reasoning=_described(rubric, answers, counts, p, threshold),
         verdict="correct" if correct else "incorrect",
         category=category,
         confidence=p if correct else 1 - p,
         confidence_source="logprobs",
-        features=dict(answers),
+        features={**answers, **counts},
     )
 
 
@@ -138,18 +150,19 @@ def argument_verdict(
     answers: dict[str, float],
     ungrounded: int,
     fitted: Fit | None = None,
+    unused: int = 0,
 ) -> ArgumentVerdict:
     """One call's argument verdict of a scored rubric. Problems come from the answers to
     `made_up` and `missing`, and from the values found nowhere in the conversation."""
     combine, threshold = _decision(rubric, "called", fitted)
-    counts = {"ungrounded": float(ungrounded)}
+    counts = {"ungrounded": float(ungrounded), "unused": float(unused)}
     p = probability(combine, {**answers, **counts})
     correct = p >= threshold
     problems: list[ArgumentProblem] = []
     if not correct:
         if ungrounded or answers.get("made_up", 0.0) >= 0.5:
             problems.append("hallucinated_value")
-        if answers.get("missing", 0.0) >= 0.5:
+        if unused or answers.get("missing", 0.0) >= 0.5:
             problems.append("partial")
         problems = problems or ["other"]
     return ArgumentVerdict(
