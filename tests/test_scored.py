@@ -51,6 +51,11 @@ def test_each_question_is_one_token_after_the_same_case(tmp_path: Path) -> None:
     outcome = result.judge
     assert outcome is not None and outcome.status == "ok"
     assert outcome.usage.cached_prompt_tokens == 50 * len(bodies)
+    from judge.checks._summary import JudgeSummary
+
+    summary = JudgeSummary()
+    summary.add(outcome)
+    assert summary.to_dict()["cached_prompt_tokens"] == 50 * len(bodies)
     assert [a.call for a in outcome.arguments] == [0, 1]
     assert outcome.selection is not None
     assert outcome.selection.confidence_source == "logprobs"

@@ -30,6 +30,8 @@ class JudgeSummary:
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Of the prompt tokens, those the server took from its prompt cache."""
     passed: int = 0
     failed: int = 0
     uncertain: int = 0
@@ -46,6 +48,7 @@ class JudgeSummary:
         self.cached += usage.cached
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
+        self.cached_prompt_tokens += usage.cached_prompt_tokens
         self.escalated += outcome.escalated
         if outcome.escalation_usage is not None:
             spent = outcome.escalation_usage
@@ -94,6 +97,7 @@ class JudgeSummary:
             "cached": self.cached,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
             "escalated": self.escalated,
             "escalation": dict(self.escalation),
         }
@@ -125,6 +129,7 @@ class JudgeSummary:
             ("answered from cache", self.cached),
             ("prompt tokens", self.prompt_tokens),
             ("completion tokens", self.completion_tokens),
+            ("prompt tokens from the server's prompt cache", self.cached_prompt_tokens),
             ("escalated verdicts", self.escalated),
             (
                 "escalation: requests / prompt / completion tokens",
