@@ -200,10 +200,10 @@ def fit(
 ) -> Fitted:
     """Fit on these items: the weights per branch and the threshold, or the Platt map.
 
-    For a scored rubric, per branch, two fits compete: every weight refitted, or the
-    rubric's own combination rescaled (two parameters: sure with few labels). The one with
-    the better kappa in an inner cross-validation of these items wins (ties: the rescaling),
-    so the choice never sees the fold being predicted."""
+    For a scored rubric two fits compete, each over every branch: every weight refitted, or
+    the rubric's own combination rescaled (two parameters a branch: steadier with few labels).
+    The one with the better kappa in an inner cross-validation of these items wins (ties: the
+    rescaling), so the choice never sees the fold being predicted."""
     judged = [i for i in items if not i.derived]
     if method == "platt":
         known = [i for i in judged if i.confidence is not None]
@@ -224,7 +224,8 @@ def fit(
             inner = _scored_fit([items[i] for i in train], defaults, how, folds)
             for index in test:
                 verdicts[index] = predict(inner, items[index]).verdict
-        scores[name] = kappa([bool(v) for v in verdicts], labels) or -1.0
+        found = kappa([bool(v) for v in verdicts], labels)
+        scores[name] = -1.0 if found is None else found
     return refitted if scores["refitted"] > scores["rescaled"] + 1e-9 else rescaled
 
 
