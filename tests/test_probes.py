@@ -145,3 +145,19 @@ def test_calibrate_adds_the_probe_table_to_the_record_and_the_report(tmp_path: P
     assert probes["tool_order"]["flipped"] == 12 and probes["tool_order"]["flip_rate"] == 1.0
     assert probes["call_ids"]["flipped"] == 0
     assert "Invariance probes" in report.read_text() and "invariance probes" in done.output
+
+
+def test_probe_takes_abstention_and_compares_the_label_leaned_to(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(TWO_CALLS) + "\n")
+    with serving(order_sensitive) as server:
+        done = CliRunner().invoke(
+            main,
+            ["probe", str(cases), "--probes", "tool_order,call_ids", "--format", "json",
+             "--abstain-below", "0.9", "--base-url", server.url, "--model", "m",
+             "--cache-dir", str(tmp_path / "cache")],
+        )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    report = {p["probe"]: p for p in json.loads(done.stdout)["probes"]}
+    # Every verdict is uncertain (no logprobs, so no confidence), yet the flip is still seen.
+    assert report["tool_order"]["flipped"] == 1 and report["call_ids"]["flipped"] == 0

@@ -19,7 +19,7 @@ from judge.cli._common import (
     require_files,
     summary_format_option,
 )
-from judge.cli._judge_options import judge_for, judge_options
+from judge.cli._judge_options import abstention_options, judge_for, judge_options
 from judge.cli._matching import trajectory_options
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
@@ -51,6 +51,7 @@ def probe_names(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @summary_format_option
 @judge_options
+@abstention_options
 @trajectory_options
 def probe_command(
     cases: tuple[str, ...], probes: list[str], summary_format: str, **judge_options: Any
