@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from judge import CaseResult, check_case, load_cases
+
+if TYPE_CHECKING:
+    from click.testing import Result
+
+    from tests.chat_server import ChatServer
 
 # The environment that could point a test at a hosted API or at a shared cache.
 PROVIDER_KEYS = (
@@ -71,3 +77,15 @@ def grade(data: dict[str, Any], **options: Any) -> CaseResult:
 
 def kinds(result: CaseResult) -> list[tuple[int | None, str]]:
     return [(f.call, f.kind.value) for f in result.failures]
+
+
+def invoke(server: ChatServer, tmp_path: Path, *args: str) -> Result:
+    """`judge ARGS` with the scripted server as the judge (model `m`, a cache of its own)."""
+    from click.testing import CliRunner
+
+    from judge.cli import main
+
+    return CliRunner().invoke(
+        main,
+        [*args, "--base-url", server.url, "--model", "m", "--cache-dir", str(tmp_path / "cache")],
+    )

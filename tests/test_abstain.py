@@ -14,7 +14,7 @@ from judge.checks._outcome import ArgumentVerdict, JudgeOutcome, SelectionVerdic
 from judge.checks._summary import JudgeSummary
 from judge.judging._decide import abstained
 from tests.chat_server import Reply, answer, one_token, serving, with_logprobs
-from tests.test_calibration import invoke
+from tests.helpers import invoke
 from tests.test_fit import QUICK, marked
 from tests.test_judge import PARIS, TWO_CALLS, make_judge, run
 
@@ -98,14 +98,18 @@ def sample(tmp_path: Path) -> Path:
     return path
 
 
+FAR = {f"q{i}" for i in range(30) if i % 4 in (0, 1)}  # 8 GOOD and 8 BAD cases
+NEAR = {f"q{i}" for i in range(30)} - FAR
+
+
 def by_marker(body: dict[str, Any]) -> Reply:
-    """GOOD cases at 0.62 or 0.7 and BAD ones at 0.58 or 0.5 (by the case number): a fitted
-    threshold tells them apart, with more confidence on the far ones."""
+    """The far cases told apart plainly (yes at 0.8 when GOOD, 0.2 when BAD); the near ones
+    all answered alike (0.55), whatever their label: a coin flip, only sure on the far half."""
     text = body["messages"][-1]["content"]
-    far = any(f"{w} {i})" in text for w in ("GOOD", "BAD") for i in range(0, 30, 4))
-    if "GOOD" in text:
-        return one_token(0.7 if far else 0.62)
-    return one_token(0.5 if far else 0.58)
+    far = any(f" {i})" in text for i in range(30) if i % 4 in (0, 1))
+    if not far:
+        return one_token(0.55)
+    return one_token(0.8 if "GOOD" in text else 0.2)
 
 
 def test_coverage_abstains_on_the_least_confident_share(tmp_path: Path) -> None:
@@ -115,34 +119,41 @@ def test_coverage_abstains_on_the_least_confident_share(tmp_path: Path) -> None:
             server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record),
             "--rubrics", str(QUICK),
         )  # fmt: skip
-        assert done.exit_code == 0, done.output
+        assert done.exit_code == 1, done.output  # the coin flips keep kappa under 0.6
         out = tmp_path / "graded.jsonl"
         done = invoke(
             server, tmp_path, "grade", str(sample(tmp_path)), "-o", str(out), "--rubrics",
-            str(QUICK), "--calibration", str(record), "--coverage", "0.5", "--format", "json",
+            str(QUICK), "--calibration", str(record), "--coverage", "0.5", "--force",
+            "--format", "json",
         )  # fmt: skip
         assert done.exit_code == 0, done.output
         without = invoke(
             server, tmp_path, "grade", str(sample(tmp_path)), "--rubrics", str(QUICK),
             "--coverage", "0.5",
         )  # fmt: skip
-    verdicts = [
-        json.loads(line)["judge"]["selection"]["verdict"] for line in out.read_text().splitlines()
-    ]
-    assert 0 < verdicts.count("uncertain") < len(verdicts)
-    assert "uncertain" in done.output or "uncertain" in (tmp_path / "graded.jsonl").read_text()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    unsure = {r["id"] for r in rows if r["judge"]["selection"]["verdict"] == "uncertain"}
+    assert unsure == NEAR  # the coin flips, and none of the cases it is sure of
+    summary = json.loads(done.output[done.output.index("{") :])
+    assert summary["judge"]["uncertain"] == len(NEAR)
     assert without.exit_code == 2 and "--calibration" in without.output
 
 
 def test_the_gate_can_require_a_kappa_at_a_coverage(tmp_path: Path) -> None:
     record = tmp_path / "calibration.json"
     with serving(by_marker) as server:
+        whole = invoke(
+            server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record),
+            "--rubrics", str(QUICK), "--min-kappa", "0.9",
+        )  # fmt: skip
+        assert whole.exit_code == 1  # the coin flips keep the whole sample under 0.9
         done = invoke(
             server, tmp_path, "calibrate", str(sample(tmp_path)), "-o", str(record),
             "--rubrics", str(QUICK), "--coverage", "0.5", "--min-kappa", "0.9",
         )  # fmt: skip
     assert done.exit_code == 0, done.output
     data = json.loads(record.read_text())
+    assert data["dimensions"]["selection"]["kappa"] < 0.9
     assert data["coverage"] == 0.5
     kept = data["confidence"]["selection"]["at_coverage"]
     assert kept["coverage"] == 0.5 and kept["n"] == 15 and kept["kappa"] >= 0.9

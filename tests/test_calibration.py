@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
 from judge import Case, CaseResult, Labels
 from judge.calibrate._record import dimension_stats, pairs_of
 from judge.checks._outcome import ArgumentVerdict, JudgeOutcome, SelectionVerdict
-from judge.cli import main
 from tests.chat_server import ChatServer, Reply, answer
-from tests.helpers import call, case
+from tests.helpers import call, case, invoke
 
 
 def table(cc: int, ci: int, ic: int, ii: int) -> list[tuple[str, str]]:
@@ -165,13 +163,6 @@ def sample(tmp_path: Path, n: int = 24) -> Path:
     path = tmp_path / "sample.jsonl"
     path.write_text("".join(json.dumps(labelled(i, i % 2 == 0)) + "\n" for i in range(n)))
     return path
-
-
-def invoke(server: ChatServer, tmp_path: Path, *args: str) -> Any:
-    return CliRunner().invoke(
-        main,
-        [*args, "--base-url", server.url, "--model", "m", "--cache-dir", str(tmp_path / "cache")],
-    )
 
 
 def test_calibrate_writes_the_record_results_and_disagreements(

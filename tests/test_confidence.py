@@ -42,6 +42,8 @@ def test_a_token_that_spans_the_quote_and_the_label_counts() -> None:
 def test_nothing_is_read_from_tokens_that_do_not_spell_the_reply() -> None:
     tokens = [Token('{"verdict": "correct"}', ())]
     assert label_distributions('{"verdict": "incorrect"}', tokens, "verdict", ["correct"]) == []
+    same_length = [Token('{"verdict": "', ()), Token("wrongxx", ()), Token('"}', ())]
+    assert label_distributions('{"verdict": "correct"}', same_length, "verdict", ["correct"]) == []
     shared = [Token('{"verdict": "', ()), Token("x", (("x", 0.0),)), Token('"}', ())]
     assert label_distributions('{"verdict": "x"}', shared, "verdict", ["correct"]) == [None]
 

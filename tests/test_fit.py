@@ -23,8 +23,7 @@ from judge.calibrate._fit import (
 )
 from judge.judging._rubric import Combine, builtin_rubrics_dir
 from tests.chat_server import ChatServer, Reply, one_token, serving
-from tests.helpers import call, case
-from tests.test_calibration import invoke
+from tests.helpers import call, case, invoke
 
 T, F = True, False
 
@@ -78,16 +77,42 @@ def scored_items(n: int, flip: int = 0) -> list[Item]:
     return items
 
 
-def test_cross_validation_predicts_each_fold_from_the_others() -> None:
+def test_cross_validation_predicts_each_fold_from_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import judge.calibrate._fit as fitting
+
     items = scored_items(20)
-    predictions = cross_validate(items, "scored", DEFAULTS)
+    trained: list[set[int]] = []
+    fitting_now = [False]  # a fit predicts its own items (its threshold): not held out
+    real_fit, real_predict = fitting.fit, fitting.predict
+
+    def recording_fit(train: list[Item], *args: Any) -> Any:
+        trained.append({id(i) for i in train})
+        fitting_now[0] = True
+        try:
+            return real_fit(train, *args)
+        finally:
+            fitting_now[0] = False
+
+    def checked_predict(fitted: Any, item: Item) -> Any:
+        if not fitting_now[0]:
+            assert id(item) not in trained[-1], "an item predicted by a fit that saw it"
+        return real_predict(fitted, item)
+
+    monkeypatch.setattr(fitting, "fit", recording_fit)
+    monkeypatch.setattr(fitting, "predict", checked_predict)
+    predictions, folds = cross_validate(items, "scored", DEFAULTS)
+    monkeypatch.undo()
+    assert folds == len(trained) == 5
+    assert all(len(t) == 16 for t in trained)  # each fit saw the other four fifths
     assert [p.verdict for p in predictions] == [i.label for i in items]
     fitted = fit(items, "scored", DEFAULTS)
     assert fitted.method == "scored" and fitted.combine["called"].weights["needs_call"] > 0
     p_yes = predict(fitted, Item(True, "called", [{"needs_call": 0.85}]))
     assert p_yes.verdict and p_yes.p > 0.5
     # A liar among the training folds cannot be predicted right when it is held out.
-    lying = cross_validate(scored_items(20, flip=2), "scored", DEFAULTS)
+    lying, _ = cross_validate(scored_items(20, flip=2), "scored", DEFAULTS)
     assert sum(p.verdict != i.label for p, i in zip(lying, scored_items(20, 2), strict=True)) == 2
 
 
@@ -115,9 +140,19 @@ def test_platt_maps_an_overconfident_judge_to_its_hit_rate() -> None:
 
 
 def test_derived_verdicts_are_never_fitted() -> None:
-    fitted = fit(scored_items(10), "scored", DEFAULTS)
-    derived = predict(fitted, Item(True, "called", derived=True))
-    assert (derived.verdict, derived.confidence) == (False, 1.0)
+    import random
+
+    draw = random.Random(1)  # labels that overlap: the threshold is a real choice here
+    items = [
+        Item(i % 2 == 0, "called", [{"needs_call": draw.uniform(0.5, 0.95)
+                                     if i % 2 == 0 else draw.uniform(0.2, 0.75)}])
+        for i in range(24)
+    ]  # fmt: skip
+    fitted = fit(items, "scored", DEFAULTS)
+    derived = [Item(True, "called", derived=True)] * 6  # decided by code, whatever the labels
+    assert fit([*items, *derived], "scored", DEFAULTS) == fitted
+    prediction = predict(fitted, derived[0])
+    assert (prediction.verdict, prediction.confidence) == (False, 1.0)
 
 
 # -- end to end: judge calibrate, then judge grade --calibration ---------------------------------

@@ -237,16 +237,29 @@ def test_a_tally_counts_as_adding_each_result() -> None:
     from judge.checks._check import check
     from judge.checks._summary import Summary, Tally
 
-    lines = [
-        json.dumps(CASE),
-        json.dumps({**CASE, "tools": 3}),
-        *map(bytes.decode, list(dataset_lines())[:300]),
-    ]
-    results = check([json.loads(line) for line in lines])
+    wrong_days = '{"city": "Paris", "days": 5}'
+    wrong = {
+        **CASE,
+        "id": "w2",
+        "response": {
+            **CASE["response"],
+            "tool_calls": [
+                {
+                    **CASE["response"]["tool_calls"][0],
+                    "function": {"name": "get_weather", "arguments": wrong_days},
+                }
+            ],
+        },
+    }
+    results = check([CASE, wrong, {**CASE, "id": "w3", "tools": 3}])  # fmt: skip
     one_by_one, tallied, tally = Summary(), Summary(), Tally()
     for result in results:
-        one_by_one.add(result)
-        tally.add(result.to_json_dict())
+        one_by_one.add(result)  # from the result itself
+        tally.add(result.to_json_dict())  # from the JSON line judge check writes
     tallied.add_tally(tally)
     assert tallied.to_dict() == one_by_one.to_dict()
+    # Worked by hand: w1 passes, w2 has the right tool and a wrong value, w3 is unreadable.
+    facts = tallied.to_dict()
+    assert (facts["cases"], facts["passed"], facts["failed"]) == (3, 1, 1)
     assert tallied.invalid_cases == 1
+    assert facts["failure_kinds"] == {"WrongValue": 1, "InvalidCase": 1}

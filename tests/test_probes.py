@@ -13,8 +13,8 @@ from judge.checks._outcome import ArgumentVerdict, JudgeOutcome, SelectionVerdic
 from judge.checks._result import CaseResult
 from judge.cli import main
 from judge.judging._probes import probed, verdicts
-from tests.chat_server import answer, serving
-from tests.helpers import call, case
+from tests.chat_server import answer, serving, with_logprobs
+from tests.helpers import call, case, invoke
 
 TWO_CALLS = case(
     [call("get_weather", {"city": "Paris", "units": "celsius"}), call("get_time", {})],
@@ -147,17 +147,23 @@ def test_calibrate_adds_the_probe_table_to_the_record_and_the_report(tmp_path: P
     assert "Invariance probes" in report.read_text() and "invariance probes" in done.output
 
 
+def unsure_on_tool_order(body: dict[str, Any]) -> Any:
+    # Always "correct", but only sure of it when get_weather is listed first.
+    prompt = "\n".join(str(m.get("content")) for m in body["messages"])
+    sure = prompt.index("get_weather") < prompt.index("get_time")
+    at = {"correct": 0.95, "inc": 0.05} if sure else {"correct": 0.6, "inc": 0.4}
+    return with_logprobs(answer(body), {"verdict": at})
+
+
 def test_probe_takes_abstention_and_compares_the_label_leaned_to(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps(TWO_CALLS) + "\n")
-    with serving(order_sensitive) as server:
-        done = CliRunner().invoke(
-            main,
-            ["probe", str(cases), "--probes", "tool_order,call_ids", "--format", "json",
-             "--abstain-below", "0.9", "--base-url", server.url, "--model", "m",
-             "--cache-dir", str(tmp_path / "cache")],
-        )  # fmt: skip
+    with serving(unsure_on_tool_order) as server:
+        probe = ("probe", str(cases), "--probes", "tool_order", "--format", "json")
+        done = invoke(server, tmp_path, *probe, "--abstain-below", "0.9")
+        graded = invoke(server, tmp_path, "grade", str(cases), "--abstain-below", "0.9")
     assert done.exit_code == 0, done.output
-    report = {p["probe"]: p for p in json.loads(done.stdout)["probes"]}
-    # Every verdict is uncertain (no logprobs, so no confidence), yet the flip is still seen.
-    assert report["tool_order"]["flipped"] == 1 and report["call_ids"]["flipped"] == 0
+    [report] = json.loads(done.stdout)["probes"]
+    # Reversed, the judge abstains where it was sure; it leans the same way: not a flip.
+    assert report["applied"] == 1 and report["flipped"] == 0
+    assert graded.exit_code == 0 and '"uncertain"' not in graded.stdout  # sure as listed

@@ -31,7 +31,7 @@ INNER_FOLDS = 3
 """Folds of the inner cross-validation that picks how a scored rubric is fitted."""
 SEED = 20261201
 COVERAGES = (0.2, 0.4, 0.6, 0.8, 1.0)
-BINS = 5  # reliability bins over the confidence of the label, [0.5, 1]
+BINS = 5  # reliability bins over [0.5, 1] (and one below 0.5)
 _MIN_CLASS = 2  # each class at least this often per branch, or the branch keeps its weights
 
 
@@ -41,7 +41,6 @@ class Fitted(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     method: Literal["scored", "platt"]
-    folds: int
     threshold: float = 0.5
     """`scored`: P(correct) at or above it is `correct`."""
     combine: dict[str, Combine] = {}
@@ -80,6 +79,7 @@ class ConfidenceStats(BaseModel):
 
     method: Literal["scored", "platt"]
     folds: int
+    """The folds of the cross-validation (5, fewer when a class has fewer labels)."""
     ece: float
     reliability: tuple[Bin, ...]
     risk_coverage: tuple[Coverage, ...]
@@ -181,22 +181,22 @@ def method_for(items: Sequence[Item]) -> Literal["scored", "platt"] | None:
 
 def cross_validate(
     items: Sequence[Item], method: Literal["scored", "platt"], defaults: dict[str, Combine]
-) -> list[Prediction]:
-    """Held-out predictions for every item: each fold predicted by a fit on the others."""
+) -> tuple[list[Prediction], int]:
+    """Held-out predictions for every item (each fold predicted by a fit on the others), and
+    how many folds there were."""
     predictions: list[Prediction | None] = [None] * len(items)
-    for train, test in _folds([i.label for i in items]):
-        fitted = fit([items[i] for i in train], method, defaults, folds=FOLDS)
+    folds = _folds([i.label for i in items])
+    for train, test in folds:
+        fitted = fit([items[i] for i in train], method, defaults)
         for index in test:
             predictions[index] = predict(fitted, items[index])
-    return [p for p in predictions if p is not None]
+    return [p for p in predictions if p is not None], len(folds)
 
 
 def fit(
     items: Sequence[Item],
     method: Literal["scored", "platt"],
     defaults: dict[str, Combine],
-    *,
-    folds: int = FOLDS,
 ) -> Fitted:
     """Fit on these items: the weights per branch and the threshold, or the Platt map.
 
@@ -211,9 +211,11 @@ def fit(
         y = [i.says == i.label for i in known]  # its own label right
         coef = _logistic(x, y)
         platt = None if coef is None else (coef[1][0], coef[0])
-        return Fitted(method="platt", folds=folds, platt=platt)
-    rescaled = _scored_fit(items, defaults, _rescaled, folds)
-    refitted = _scored_fit(items, defaults, _refitted, folds)
+        return Fitted(method="platt", platt=platt)
+    # Derived verdicts are decided by code whatever the fit: they take no part in it.
+    items = judged
+    rescaled = _scored_fit(items, defaults, _rescaled)
+    refitted = _scored_fit(items, defaults, _refitted)
     labels = [i.label for i in items]
     if len(items) < 2 * INNER_FOLDS or min(sum(labels), len(labels) - sum(labels)) < INNER_FOLDS:
         return rescaled
@@ -221,7 +223,7 @@ def fit(
     for name, how in (("rescaled", _rescaled), ("refitted", _refitted)):
         verdicts: list[bool | None] = [None] * len(items)
         for train, test in _folds(labels, INNER_FOLDS):
-            inner = _scored_fit([items[i] for i in train], defaults, how, folds)
+            inner = _scored_fit([items[i] for i in train], defaults, how)
             for index in test:
                 verdicts[index] = predict(inner, items[index]).verdict
         found = kappa([bool(v) for v in verdicts], labels)
@@ -232,19 +234,15 @@ def fit(
 Refit = Callable[[list[tuple[dict[str, float], bool]], Combine], Combine | None]
 
 
-def _scored_fit(
-    items: Sequence[Item], defaults: dict[str, Combine], how: Refit, folds: int
-) -> Fitted:
+def _scored_fit(items: Sequence[Item], defaults: dict[str, Combine], how: Refit) -> Fitted:
     """One fit of a scored rubric's decision: each branch by `how`, then the threshold."""
     combine = dict(defaults)
     for branch, default in defaults.items():
-        rows = [
-            (c, i.label) for i in items if not i.derived and i.branch == branch for c in _rows(i)
-        ]
+        rows = [(c, i.label) for i in items if i.branch == branch for c in _rows(i)]
         found = how(rows, default)
         if found is not None:
             combine[branch] = found
-    probe = Fitted(method="scored", folds=folds, combine=combine)
+    probe = Fitted(method="scored", combine=combine)
     scores = [predict(probe, i).p for i in items]
     threshold = best_threshold(scores, [i.label for i in items])
     return probe.model_copy(update={"threshold": threshold})
@@ -326,6 +324,7 @@ def confidence_stats(
     predictions: Sequence[Prediction],
     labels: Sequence[bool],
     coverage: float | None = None,
+    folds: int = FOLDS,
 ) -> ConfidenceStats:
     right = [p.verdict == y for p, y in zip(predictions, labels, strict=True)]
     bins = []
@@ -359,7 +358,7 @@ def confidence_stats(
 
     return ConfidenceStats(
         method=method,
-        folds=FOLDS,
+        folds=folds,
         ece=ece,
         reliability=tuple(bins),
         risk_coverage=tuple(at(share) for share in COVERAGES),

@@ -315,9 +315,9 @@ def fit_dimension(
         return None
     if method == "scored" and not defaults:
         return None
-    predictions = cross_validate(items, method, defaults)
+    predictions, folds = cross_validate(items, method, defaults)
     pairs = [(_name(i.label), _name(p.verdict)) for i, p in zip(items, predictions, strict=True)]
-    stats = confidence_stats(method, predictions, labels, coverage)
+    stats = confidence_stats(method, predictions, labels, coverage, folds)
     return pairs, fit(items, method, defaults), stats
 
 

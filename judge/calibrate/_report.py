@@ -66,20 +66,21 @@ def render_report(record: CalibrationRecord, rows: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def _dimension(name: str, stats: DimensionStats) -> str:
-    def number(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.3f}"
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
+
+def _dimension(name: str, stats: DimensionStats) -> str:
     facts = [
         ("n", str(stats.n)),
-        ("kappa", number(stats.kappa)),
+        ("kappa", _number(stats.kappa)),
         (
             "95% interval",
             "n/a" if stats.ci_low is None else f"[{stats.ci_low:.3f}, {stats.ci_high:.3f}]",
         ),
-        ("agreement", number(stats.agreement)),
-        ("TPR (correct found)", number(stats.tpr)),
-        ("TNR (incorrect found)", number(stats.tnr)),
+        ("agreement", _number(stats.agreement)),
+        ("TPR (correct found)", _number(stats.tpr)),
+        ("TNR (incorrect found)", _number(stats.tnr)),
         ("excluded", ", ".join(f"{k}: {v}" for k, v in stats.excluded.items() if v) or "none"),
     ]
     if stats.degenerate:
@@ -97,9 +98,6 @@ def _dimension(name: str, stats: DimensionStats) -> str:
 
 def _confidence(name: str, stats: ConfidenceStats, threshold: float) -> str:
     """Cross-validated confidence: the reliability diagram and the risk-coverage table."""
-
-    def number(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.3f}"
 
     def draw(axes: Any) -> None:
         used = [b for b in stats.reliability if b.n]
@@ -121,8 +119,8 @@ def _confidence(name: str, stats: ConfidenceStats, threshold: float) -> str:
         axes.legend(loc="lower right")
 
     rows = "".join(
-        f"<tr><td>{c.coverage:.0%}</td><td>{c.n}</td><td>{number(c.kappa)}</td>"
-        f"<td>{number(c.agreement)}</td><td>{number(c.min_confidence)}</td></tr>"
+        f"<tr><td>{c.coverage:.0%}</td><td>{c.n}</td><td>{_number(c.kappa)}</td>"
+        f"<td>{_number(c.agreement)}</td><td>{_number(c.min_confidence)}</td></tr>"
         for c in stats.risk_coverage
     )
     return (

@@ -14,13 +14,11 @@ from judge.cases._match import Match
 from judge.checks._arguments import Problem, show
 from judge.checks._env import EnvironmentFactory, StateReport, load_factory, replay
 from judge.checks._kinds import FailureKind
-from judge.checks._plain import compare, in_call_order, structure, verdicts
+from judge.checks._plain import DEFAULT, Settings, compare, in_call_order, structure, verdicts
 from judge.checks._result import CaseResult, CheckResults, Failure
 from judge.checks._structure import SchemaCache
 from judge.checks._trajectory import TrajectoryCall, TrajectoryReport, trajectory_calls
 from judge.checks._values import Rules
-
-_DEFAULT_MATCH = Match()
 
 
 def check(
@@ -119,7 +117,7 @@ def check_case(
         passed = state.equal if state is not None else None
         return _result(case, None, schema_valid, None, passed, problems, path_only, state)
 
-    how = settings or _DEFAULT_MATCH
+    how: Settings = settings or DEFAULT
     compared = compare([c.name for c in calls], parsed, expected, how, rules)
     problems.extend(compared.problems)
     report = None
@@ -198,5 +196,3 @@ def _result(
         trajectory=trajectory,
         final_state=state,
     )
-
-

@@ -160,7 +160,7 @@ class Summary:
 
     def add(self, result: CaseResult) -> None:
         tally = Tally()
-        tally.add(result.to_json_dict())
+        tally.count(result)
         self.add_tally(tally)
         if result.judge is not None:
             if self.verdicts is None:
@@ -285,20 +285,27 @@ class Tally:
 
     def add(self, result: dict[str, Any]) -> None:
         """Count a result given as JSON data (`CaseResult.to_json_dict()`)."""
-        invalid = False
-        if result["failures"]:
-            kinds = self.kinds
-            for failure in result["failures"]:
-                kind = failure["kind"]
-                kinds[kind] += 1
-                invalid = invalid or kind == _INVALID_CASE
-        key = (
-            result["tool_selection"],
-            result["schema_valid"],
-            result["argument_values"],
+        kinds = [failure["kind"] for failure in result["failures"]]
+        self._count(
+            (result["tool_selection"], result["schema_valid"], result["argument_values"]),
             result["passed"],
-            invalid,
+            kinds,
         )
-        self.outcomes[key] += 1
-_INVALID_CASE = FailureKind.INVALID_CASE.value
 
+    def count(self, result: CaseResult) -> None:
+        """Count a result as it is, without writing it as JSON first."""
+        kinds = [failure.kind.value for failure in result.failures]
+        checks = (result.tool_selection, result.schema_valid, result.argument_values)
+        self._count(checks, result.passed, kinds)
+
+    def _count(
+        self,
+        checks: tuple[bool | None, bool | None, bool | None],
+        passed: bool | None,
+        kinds: list[str],
+    ) -> None:
+        self.kinds.update(kinds)
+        self.outcomes[(*checks, passed, _INVALID_CASE in kinds)] += 1
+
+
+_INVALID_CASE = FailureKind.INVALID_CASE.value

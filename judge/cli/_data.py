@@ -26,7 +26,7 @@ from judge.cli._common import (
     summary_format_option,
 )
 from judge.cli._judge_options import judge_options, make_judge
-from judge.cli._probe import probe_names
+from judge.cli._probe import probe_names, probe_table
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._probes import ProbeStats, probe
@@ -142,6 +142,8 @@ def calibrate_command(
     if summary_format == "json":
         click.echo(record.model_dump_json(indent=2))
     else:
+        if probed:
+            click.echo("invariance probes, " + probe_table(probed, len(cases)))
         _print_calibration(record, len(rows), output)
     sys.exit(0 if record.passed else EXIT_BELOW_THRESHOLD)
 
@@ -220,20 +222,6 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
                 number(row.kappa),
                 number(row.agreement),
                 number(row.min_confidence),
-            )
-        console.print(table)
-    if record.probes:
-        table = Table(title="invariance probes", title_justify="left")
-        for column in ("probe", "applied", "flipped", "flip rate", "cases that flipped"):
-            table.add_column(column)
-        for probed in record.probes:
-            rate = probed["flip_rate"]
-            table.add_row(
-                str(probed["probe"]),
-                str(probed["applied"]),
-                str(probed["flipped"]),
-                "n/a" if rate is None else f"{rate:.1%}",
-                ", ".join(probed["flipped_cases"][:10]) or "-",
             )
         console.print(table)
     verdict = "PASSED" if record.passed else "NOT PASSED"

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from judge._errors import CaseError, InputError, JudgeError
+from judge._errors import CaseError, JudgeError
+from judge.cases._files import open_cases
 from judge.cases._json import dumps_line
 from judge.cases._lean import read_lean
 from judge.checks._plain import check_plain
@@ -187,14 +188,11 @@ class Span:
 
 
 def _check_span(source: str, span: Span) -> Checked:
-    try:
-        with open(source, "rb") as handle:
-            handle.seek(span.start)
-            block = handle.read(span.end - span.start)
-    except OSError as exc:  # moved or removed while it was graded
-        raise InputError(f"{source}: cannot read cases: {exc.strerror or exc}") from None
+    with open_cases(source) as handle:  # InputError when moved or removed meanwhile
+        handle.seek(span.start)
+        block = handle.read(span.end - span.start)
     lines = block.split(b"\n")  # as a file's lines are: on line feeds only
-    numbered = [(span.first + i, raw) for i, raw in enumerate(lines) if raw.strip()]
+    numbered = [(span.first + i, raw) for i, raw in enumerate(lines) if raw and not raw.isspace()]
     return check_chunk(source, numbered, **_worker)
 
 

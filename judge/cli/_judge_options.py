@@ -197,44 +197,36 @@ def judge_for(
             err=True,
         )
         sys.exit(EXIT_UNREADABLE)
-    try:
-        match, env = trajectory_from(options)
-        cut = 0.0 if coverage is not None else abstain_below  # 0.0: until the record's is read
-        judge = make_judge({**options, "match": match, "env": env, "abstain_below": cut})
-    except (JudgeError, ValueError) as exc:
-        click.echo(f"judge {command}: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if calibration is not None:
-        judge.trusted = gate_judge(judge, calibration, strict=strict, force=force, command=command)
-    if calibration is not None and judge.trusted and coverage is None and abstain_below is None:
-        coverage = gated_coverage(calibration)  # trusted at that coverage: abstain as it
-        if coverage is not None:
+    record = read_record(calibration, force=force, command=command) if calibration else None
+    cut: float | dict[str, float] | None = abstain_below
+    if record is not None and abstain_below is None:
+        if coverage is None and record.coverage is not None:
+            coverage = record.coverage  # gated at that coverage: abstain as it was measured
             click.echo(
                 f"judge {command}: {calibration} was gated at coverage {coverage:.0%}: "
                 "abstaining as it did (--coverage or --abstain-below to choose)",
                 err=True,
             )
-    if coverage is not None and calibration is not None:
-        judge.abstain_below = coverage_cuts(calibration, coverage, command)
+        if coverage is not None:
+            cut = coverage_cuts(record, coverage, calibration or "", command)
+    try:
+        match, env = trajectory_from(options)
+        judge = make_judge({**options, "match": match, "env": env, "abstain_below": cut})
+    except (JudgeError, ValueError) as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if calibration is not None:
+        judge.trusted = record is not None and gate(
+            judge, record, calibration, strict=strict, force=force, command=command
+        )
     return judge
 
 
-def gated_coverage(path: str) -> float | None:
-    from judge.calibrate._record import load_record
-
-    return load_record(path).coverage
-
-
-def coverage_cuts(path: str, coverage: float, command: str) -> dict[str, float]:
+def coverage_cuts(
+    record: CalibrationRecord, coverage: float, path: str, command: str
+) -> dict[str, float]:
     """Per dimension, the calibrated confidence under which verdicts are abstained from, so
     that `coverage` of them are kept (on the calibration's held-out verdicts)."""
-    from judge.calibrate._record import GateRefusal, load_record
-
-    try:
-        record = load_record(path)
-    except GateRefusal as exc:
-        click.echo(f"judge {command}: --coverage: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
     missing = [d for d in ("selection", "arguments") if d not in record.confidence]
     if missing:
         click.echo(
@@ -247,27 +239,54 @@ def coverage_cuts(path: str, coverage: float, command: str) -> dict[str, float]:
     return {name: stats.cut(coverage) for name, stats in record.confidence.items()}
 
 
-def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
-    """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
-    from judge.calibrate._record import (
-        GateRefusal,
-        check_gate,
-        fingerprint_sha256,
-        load_record,
-    )
+def read_record(path: str, *, force: bool, command: str) -> CalibrationRecord | None:
+    """The calibration record; an unreadable one refuses the judge (exit 3), or with
+    --force runs it untrusted (None)."""
+    from judge.calibrate._record import GateRefusal, load_record
 
     try:
-        record = load_record(path)
-        if fingerprint_sha256(judge.fingerprint()) == record.fingerprint_sha256:
-            apply_fitted(judge, record)  # fitted for this very judge, trusted or not
+        return load_record(path)
+    except GateRefusal as exc:
+        _refused(exc, force=force, command=command)
+        return None
+
+
+def gate_judge(judge: Judge, path: str, *, strict: bool, force: bool, command: str) -> bool:
+    """Whether the judge's verdicts are trusted; exits 3 when the record refuses it."""
+    record = read_record(path, force=force, command=command)
+    return record is not None and gate(
+        judge, record, path, strict=strict, force=force, command=command
+    )
+
+
+def gate(
+    judge: Judge,
+    record: CalibrationRecord,
+    path: str,
+    *,
+    strict: bool,
+    force: bool,
+    command: str,
+) -> bool:
+    """Apply what the record fitted for this judge, then whether it passes the record's
+    gate: True, or exit 3 (with --force: False, running untrusted)."""
+    from judge.calibrate._record import GateRefusal, check_gate, fingerprint_sha256
+
+    if fingerprint_sha256(judge.fingerprint()) == record.fingerprint_sha256:
+        apply_fitted(judge, record)  # fitted for this very judge, trusted or not
+    try:
         check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
     except GateRefusal as exc:
-        if not force:
-            click.echo(f"judge {command}: refused: {exc}", err=True)
-            sys.exit(EXIT_GATE)
-        click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
+        _refused(exc, force=force, command=command)
         return False
     return True
+
+
+def _refused(exc: Exception, *, force: bool, command: str) -> None:
+    if not force:
+        click.echo(f"judge {command}: refused: {exc}", err=True)
+        sys.exit(EXIT_GATE)
+    click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
 
 
 def apply_fitted(judge: Judge, record: CalibrationRecord) -> None:

@@ -80,7 +80,7 @@ def probe_command(
     if summary_format == "json":
         click.echo(json.dumps({"cases": len(loaded), "probes": [s.to_dict() for s in stats]}))
     else:
-        click.echo(_table(stats, len(loaded)))
+        click.echo(probe_table(stats, len(loaded)))
 
 
 async def _probe(judge: Judge, cases: list[Case], probes: list[str]) -> list[ProbeStats]:
@@ -88,7 +88,8 @@ async def _probe(judge: Judge, cases: list[Case], probes: list[str]) -> list[Pro
         return await probe(judge, cases, probes)
 
 
-def _table(stats: list[ProbeStats], cases: int) -> str:
+def probe_table(stats: list[ProbeStats], cases: int) -> str:
+    """The probes' report as text: a row per probe, then the cases each one flipped."""
     lines = [
         f"{cases} cases",
         f"{'probe':<12}{'applied':>9}{'flipped':>9}{'flip rate':>11}{'not compared':>14}",

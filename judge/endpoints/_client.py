@@ -245,10 +245,11 @@ def _reply(completion: Any, mode: ResponseFormat | None) -> Reply:
     choice = choices[0]
     message = choice.message
     text = message.content or ""
-    tokens = _tokens(choice)
+    tokens: tuple[Token, ...] = ()  # logprobs describe the content, not a tool call's arguments
     if mode == "tool" and message.tool_calls:
         text = message.tool_calls[0].function.arguments or ""
-        tokens = ()  # logprobs describe the content, not a tool call's arguments
+    else:
+        tokens = _tokens(choice)
     refusal = getattr(message, "refusal", None)
     return Reply(
         text,

@@ -19,9 +19,9 @@ def label_distributions(
 ) -> list[dict[str, float] | None]:
     """For each `"key": "<label>"` of a JSON reply, in order, the probability of each allowed
     label where that value starts (None where the tokens do not cover it)."""
-    starts = _offsets(tokens)
-    if not tokens or starts[-1] + len(tokens[-1].text) != len(text):
+    if "".join(token.text for token in tokens) != text:
         return []  # the tokens do not spell the reply: nothing can be located in it
+    starts = _offsets(tokens)
     found: list[dict[str, float] | None] = []
     for match in re.finditer(rf'"{re.escape(key)}"\s*:\s*"', text):
         found.append(_at(match.end(), tokens, starts, labels))

@@ -504,12 +504,15 @@ class Judge:
         for ask in asks(rubric, question.messages, question.calls):
             found.setdefault(ask.call, {})[ask.id] = await self._answer(rubric, ask, tally)
         fit = self._fits.get(question.dimension)
+        unused = float(question.unused)
         if question.dimension == "selection":
-            counts = {"ungrounded": float(sum(question.ungrounded)), "unused": question.unused}
+            counts = {"ungrounded": float(sum(question.ungrounded)), "unused": unused}
             return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
         return [
-            argument_verdict(rubric, call, found.get(call, {}), count, fit, question.unused)
-            for call, count in zip(question.calls, question.ungrounded, strict=True)
+            argument_verdict(
+                rubric, call, found.get(call, {}), {"ungrounded": float(n), "unused": unused}, fit
+            )
+            for call, n in zip(question.calls, question.ungrounded, strict=True)
         ]
 
     async def is_answered(self, rubric: Rubric, ask: Ask) -> bool:
@@ -710,19 +713,15 @@ def _only(found: list[dict[str, float] | None]) -> dict[str, float] | None:
 
 
 def _with_confidences(answer: Any, confidences: list[float | None] | None) -> Any:
-    """The verdicts with their confidence from logprobs set (or cleared: a judge's reply never
-    sets its own)."""
+    """The verdicts with their confidence from logprobs set (None past the confidences
+    given: a cached reply from before may hold none)."""
     verdicts = answer if isinstance(answer, list) else [answer]
-    confidences = confidences or []
-    marked = [
-        v.model_copy(
-            update={
-                "confidence": c,
-                "confidence_source": "none" if c is None else "logprobs",
-            }
-        )
-        for v, c in zip(verdicts, [*confidences, *[None] * len(verdicts)], strict=False)
-    ]
+    known = confidences or []
+    marked = []
+    for index, verdict in enumerate(verdicts):
+        c = known[index] if index < len(known) else None
+        source = "none" if c is None else "logprobs"
+        marked.append(verdict.model_copy(update={"confidence": c, "confidence_source": source}))
     return marked if isinstance(answer, list) else marked[0]
 
 

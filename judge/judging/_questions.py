@@ -28,8 +28,7 @@ class Question:
     schema: dict[str, Any]
     calls: tuple[int, ...] = ()
     ungrounded: tuple[int, ...] = ()
-    """A scored question: per call of `calls` (arguments), or for them all (selection), the
-    values found nowhere in the conversation."""
+    """Per call of `calls`, its values found nowhere in the conversation."""
     unused: int = 0
     """A scored question: the user's numbers and quoted phrases that no call holds."""
 
@@ -55,6 +54,13 @@ def questions_for(
 ) -> Questions:
     """The verdicts decided without asking, and the questions left for the judge."""
     variables = rubric_variables(case, checked)
+    # What a scored rubric weighs besides its answers: per call, its values found nowhere in
+    # the conversation; for the case, the user's values that no call holds.
+    ungrounded = [
+        sum(u["call"] == i for u in variables["ungrounded"]) for i in range(len(case.tool_calls))
+    ]
+    scored = rubrics.selection.scored or rubrics.arguments.scored
+    unused = len(unused_user_values(case)) if scored else 0
     broken: dict[int, list[Failure]] = {}
     for call, failure in response_failures(case, checked):
         if call is not None and failure.kind in DERIVED_PROBLEMS:
@@ -81,8 +87,8 @@ def questions_for(
                 if rubric.scored
                 else selection_schema(rubric.reasoning_max_length, rubric.decide_action),
                 tuple(range(len(case.tool_calls))),
-                (len(variables["ungrounded"]),) if rubric.scored else (),
-                len(unused_user_values(case)) if rubric.scored else 0,
+                tuple(ungrounded),
+                unused,
             )
         )
     derived: list[ArgumentVerdict] = []
@@ -110,8 +116,8 @@ def questions_for(
                 rubric.render(chosen),
                 {} if rubric.scored else arguments_schema(group, rubric.reasoning_max_length),
                 tuple(group),
-                tuple(sum(u["call"] == i for u in variables["ungrounded"]) for i in group),
-                len(unused_user_values(case)) if rubric.scored else 0,
+                tuple(ungrounded[i] for i in group),
+                unused,
             )
         )
     if trajectory and rubrics.trajectory is not None:

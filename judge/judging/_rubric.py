@@ -78,8 +78,8 @@ class Asked(BaseModel):
 class Combine(BaseModel):
     """How the answers become a verdict: P(correct) = sigmoid(bias + sum of weight x
     feature), a feature being the log-odds of a question's first answer (`yes`) or a count
-    from code (`CODE_FEATURES`). The label
-    is `correct` when P(correct) >= threshold; its confidence is P(correct), or 1 - it."""
+    from code (`CODE_FEATURES`). The label is `correct` when P(correct) >= threshold; its
+    confidence is P(correct), or 1 - it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -149,6 +149,8 @@ def shorten(value: Any, limit: int = 300) -> str:
 
 
 def _json_text(value: Any) -> str:
+    # As `tojson` writes it (with spaces, as arguments are usually written), minus its HTML
+    # escaping: not the compact bytes of `judge.cases._json.dumps`.
     import json
 
     return json.dumps(value, ensure_ascii=False, default=str)

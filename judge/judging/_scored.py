@@ -148,21 +148,19 @@ def argument_verdict(
     rubric: Rubric,
     call: int,
     answers: dict[str, float],
-    ungrounded: int,
+    counts: dict[str, float],
     fitted: Fit | None = None,
-    unused: int = 0,
 ) -> ArgumentVerdict:
     """One call's argument verdict of a scored rubric. Problems come from the answers to
-    `made_up` and `missing`, and from the values found nowhere in the conversation."""
+    `made_up` and `missing`, and from the counts (`CODE_FEATURES`)."""
     combine, threshold = _decision(rubric, "called", fitted)
-    counts = {"ungrounded": float(ungrounded), "unused": float(unused)}
     p = probability(combine, {**answers, **counts})
     correct = p >= threshold
     problems: list[ArgumentProblem] = []
     if not correct:
-        if ungrounded or answers.get("made_up", 0.0) >= 0.5:
+        if counts.get("ungrounded") or answers.get("made_up", 0.0) >= 0.5:
             problems.append("hallucinated_value")
-        if unused or answers.get("missing", 0.0) >= 0.5:
+        if counts.get("unused") or answers.get("missing", 0.0) >= 0.5:
             problems.append("partial")
         problems = problems or ["other"]
     return ArgumentVerdict(
