@@ -116,16 +116,26 @@ def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
         assert judged.provenance.model == _local.LOCAL_MODEL_NAME
         assert judged.provenance.endpoint == "embedded"
     first = results[0].judge  # type: ignore[attr-defined]
-    assert first.selection.verdict in ("correct", "incorrect")
     assert [a.call for a in first.arguments] == [0]
-    for result in results:
+    from judge.judging._rubric import load_rubrics
+    from judge.judging._scored import probability
+
+    quick = load_rubrics(kind="quick")
+    for result, branch in zip(results, ("called", "not_called"), strict=True):
         judged = result.judge  # type: ignore[attr-defined]
-        # The scored rubrics: one token per question, its probability read from logprobs...
+        # The scored rubrics: one token per question asked there, its probability read from
+        # the model's logprobs (never exactly 0 or 1)...
         assert judged.provenance.rubrics[0].name == "selection-quick"
-        assert judged.selection.confidence_source == "logprobs"
-        assert 0.5 <= judged.selection.confidence <= 1
+        features = judged.selection.features
+        asked = {q.id for q in quick.selection.questions if q.when in ("always", branch)}
+        assert set(features) - {"ungrounded", "unused"} == asked
+        assert all(0 < features[name] < 1 for name in asked)
+        p = probability(quick.selection.combine[branch], features)
+        assert judged.selection.verdict == ("correct" if p >= 0.5 else "incorrect")
+        assert judged.selection.confidence == max(p, 1 - p)
         assert judged.usage.completion_tokens == judged.usage.requests
         # ...and every question after the first evaluated only its own tokens: the case
         # came from the server's prompt cache.
         assert judged.usage.cached_prompt_tokens > 0
-    assert all(a.confidence_source == "logprobs" for a in first.arguments)
+    [argument] = first.arguments
+    assert argument.confidence_source == "logprobs" and 0 < argument.features["match"] < 1
