@@ -88,8 +88,22 @@ def test_assert_tool_calls_message_lists_every_check() -> None:
     assert str(raised.value).splitlines()[:2] == [
         "tool calls do not match:",
         "case 'assert_tool_calls' failed: tool_selection=true, schema_valid=true, "
-        "argument_values=false",
+        "argument_values=false, tool_assertions=n/a, call_f1=0",
     ]
+
+
+def test_every_adapter_asserts_tools_called_and_avoided() -> None:
+    paris = [call("get_weather", {"city": "Paris"})]
+    rule = {"avoided": ["get_weather"]}
+    with pytest.raises(AssertionError, match="ForbiddenCall"):
+        assert_tool_calls(paris, tools=TOOLS, assert_tools=rule)
+    held = assert_tool_calls(paris, tools=TOOLS, assert_tools={"called": ["get_weather"]})
+    assert held.tool_assertions is True and held.passed is True
+    graded = get_assert(json.dumps(paris), {"config": {"tools": TOOLS, "assert_tools": rule}})
+    assert graded["pass"] is False and graded["namedScores"]["tool_assertions"] == 0.0
+    evaluator = create_tool_call_evaluator(tools=TOOLS)
+    got = evaluator(outputs=assistant(*paris), reference_outputs={"assert_tools": rule})
+    assert got["score"] is False and got["metadata"]["tool_assertions"] is False
 
 
 # -- promptfoo ----------------------------------------------------------------------------------
@@ -114,19 +128,19 @@ def promptfoo_context(**config: Any) -> dict[str, Any]:
         pytest.param(
             [call("get_weather", {"city": "Paris"})],
             True,
-            {"tool_selection": 1.0, "schema_valid": 1.0, "argument_values": 1.0},
+            {"tool_selection": 1.0, "schema_valid": 1.0, "argument_values": 1.0, "call_f1": 1.0},
             id="tool-calls-as-parsed-by-promptfoo",
         ),
         pytest.param(
             json.dumps([call("get_weather", {"city": "Lyon"})]),
             False,
-            {"tool_selection": 1.0, "schema_valid": 1.0, "argument_values": 0.0},
+            {"tool_selection": 1.0, "schema_valid": 1.0, "argument_values": 0.0, "call_f1": 0.0},
             id="tool-calls-as-json-text",
         ),
         pytest.param(
             "I cannot help with that.",
             False,
-            {"tool_selection": 0.0, "argument_values": 0.0},
+            {"tool_selection": 0.0, "argument_values": 0.0, "call_f1": 0.0},
             id="plain-text-answer",
         ),
     ],
@@ -245,7 +259,9 @@ def test_openevals_evaluator_grades_a_trajectory() -> None:
     assert "WrongValue at /city" in wrong["comment"]
     unknown = evaluator(outputs=assistant(call("get_weather", {"city": "Lyon"})))
     assert unknown["score"] is True  # no reference: the call is well formed, as elsewhere
-    assert "passed (no expected calls: well-formedness only)" in unknown["comment"]
+    assert (
+        "passed (no expected calls or tool assertions: well-formedness only)" in unknown["comment"]
+    )
     broken = evaluator(outputs=assistant(call("get_weather", {"days": 2})))
     assert broken["score"] is False
     nothing = evaluator(outputs=assistant(content="Hello!"))

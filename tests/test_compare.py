@@ -131,10 +131,11 @@ def test_a_worse_model_ranks_lower_and_the_difference_is_sure(
     # cost from the catalog's per-token prices: 4 responses of 50 + 10 tokens
     assert good["cost_usd"] == pytest.approx(4 * (50 * PROMPT_PRICE + 10 * COMPLETION_PRICE))
     record = lines(out)[0]
-    assert list(record)[:9] == [
+    assert list(record)[:11] == [
         "model", "case_id", "run", "response", "tool_selection", "schema_valid",
-        "argument_values", "passed", "failures",
+        "argument_values", "passed", "tool_assertions", "call_scores", "failures",
     ]  # fmt: skip
+    assert (good["mean_f1"], bad["mean_f1"]) == (1.0, 0.0)
     assert {"usage", "latency_s"} <= record.keys() and "judge" not in record
     assert record["response"]["choices"][0]["message"]["tool_calls"]  # stored as returned
 

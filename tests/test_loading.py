@@ -284,9 +284,12 @@ def test_dataframe_in_and_out() -> None:
         "schema_valid",
         "argument_values",
         "passed",
+        "tool_assertions",
+        "call_f1",
         "failures",
         "failure_kinds",
     ]
+    assert table.loc[0, "call_f1"] == 1.0
     assert str(table["passed"].dtype) == "boolean"
     assert table.loc[1, "failure_kinds"] == ["SchemaMismatch"]
 

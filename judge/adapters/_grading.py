@@ -11,7 +11,7 @@ from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult
 from judge.checks._values import Rules
 
-CHECKS = ("tool_selection", "schema_valid", "argument_values")
+CHECKS = ("tool_selection", "schema_valid", "argument_values", "tool_assertions")
 
 
 def check_calls(
@@ -22,6 +22,7 @@ def check_calls(
     messages: Any = None,
     case_id: str = "case",
     rules: Rules | None = None,
+    assert_tools: Any = None,
 ) -> CaseResult:
     """The deterministic result for one response, exactly as `judge check` grades the case;
     a piece that cannot be read becomes an `InvalidCase` failure."""
@@ -33,6 +34,8 @@ def check_calls(
     }
     if expected_calls is not None:
         data["expected_calls"] = expected_calls
+    if assert_tools is not None:
+        data["assert_tools"] = assert_tools
     return next(iter_check([data], rules=rules))
 
 
@@ -72,8 +75,10 @@ def describe(result: CaseResult) -> str:
     else:
         state = "passed" if passed else "failed"
         if result.passed is None:
-            state += " (no expected calls: well-formedness only)"
+            state += " (no expected calls or tool assertions: well-formedness only)"
     checks = ", ".join(f"{name}={_show(getattr(result, name))}" for name in CHECKS)
+    if result.call_scores is not None:
+        checks += f", call_f1={result.call_scores.f1:g}"
     lines = [f"case {result.id!r} {state}: {checks}"]
     for failure in result.failures:
         where = "case" if failure.call is None else f"call {failure.call}"

@@ -60,6 +60,11 @@ def create_tool_call_evaluator(
             messages=[m for m in messages or [] if isinstance(m, dict)],
             case_id=str(given.get("id", key)),
             rules=rules,
+            assert_tools=(
+                reference_outputs.get("assert_tools")
+                if isinstance(reference_outputs, dict)
+                else None
+            ),
         )
         return {
             "key": key,
@@ -97,8 +102,10 @@ def _response(outputs: Any) -> Any:
 def _expected(reference: Any) -> Any:
     if reference is None:
         return None
-    if isinstance(reference, dict) and "expected_calls" in reference:
-        return reference["expected_calls"]
+    if isinstance(reference, dict) and (
+        "expected_calls" in reference or "assert_tools" in reference
+    ):
+        return reference.get("expected_calls")
     messages = _messages(reference)
     if messages and all(isinstance(m, dict) and "role" in m for m in messages):
         return [

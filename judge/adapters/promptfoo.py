@@ -42,8 +42,11 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
         expected_calls=setting("expected_calls"),
         messages=messages,
         case_id=str(variables.get("id") or context.get("test", {}).get("description") or "case"),
+        assert_tools=setting("assert_tools"),
     )
     named = {name: float(value) for name in CHECKS if (value := getattr(result, name)) is not None}
+    if result.call_scores is not None:
+        named["call_f1"] = result.call_scores.f1
     passed = verdict(result)
     if passed is None:
         reason = (

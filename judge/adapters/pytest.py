@@ -27,11 +27,13 @@ def assert_tool_calls(
     messages: Any = None,
     rules: Rules | None = None,
     case_id: str = "assert_tool_calls",
+    assert_tools: Any = None,
 ) -> CaseResult:
     """Fail unless the response's calls are well formed for `tools` (the tools the model was
-    offered; `[]`: none) and match `expected` (`[]`: no call at all). Without `expected`,
-    only well-formedness is asserted, and a response with no calls fails rather than passing
-    vacuously. Returns the result."""
+    offered; `[]`: none) and match `expected` (`[]`: no call at all), and every assertion of
+    `assert_tools` holds (`{"called": [...], "avoided": [...], "counts": {...}, "max_calls":
+    N}`). Without either, only well-formedness is asserted, and a response with no calls fails
+    rather than passing vacuously. Returns the result."""
     __tracebackhide__ = True
     result = check_calls(
         response,
@@ -40,6 +42,7 @@ def assert_tool_calls(
         messages=messages,
         case_id=case_id,
         rules=rules,
+        assert_tools=assert_tools,
     )
     passed = verdict(result)
     if passed is True:

@@ -94,6 +94,36 @@ class ExpectedCall(BaseModel):
         return arguments
 
 
+class CallBounds(BaseModel):
+    """How many calls to one tool are allowed: `{"min": 1, "max": 2}`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min: int = Field(default=0, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CallBounds:
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
+class AssertTools(BaseModel):
+    """Which tools the candidate must call, must avoid, and how often: checked over every
+    call graded (with a trajectory, every assistant turn's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    called: tuple[str, ...] = ()
+    """Each must be called at least once."""
+    avoided: tuple[str, ...] = ()
+    """None may be called."""
+    counts: dict[str, CallBounds] = Field(default_factory=dict)
+    max_calls: int | None = Field(default=None, ge=0)
+    """At most this many calls in all."""
+
+
 class Labels(BaseModel):
     """Human labels, used only by calibration."""
 
@@ -101,6 +131,8 @@ class Labels(BaseModel):
 
     selection: Label | None = None
     arguments: Label | None = None
+    answer: Label | None = None
+    """Whether the text the response (or run) ends with is a right answer."""
 
 
 class Case(BaseModel):
@@ -120,6 +152,10 @@ class Case(BaseModel):
     labels: Labels | None = None
     match: Match | None = None
     """How strictly the calls must follow `expected_calls` (see `Match`)."""
+    assert_tools: AssertTools | None = None
+    """Tools that must be called or avoided, and call counts (see `AssertTools`)."""
+    expected_answer: str | list[str] | None = None
+    """A reference for the final answer: a text, or facts that must all appear in it."""
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("tools", mode="before")

@@ -12,10 +12,19 @@ from judge.cases._lean import Called
 from judge.cases._loading import fallback_id, iter_cases
 from judge.cases._match import Match
 from judge.checks._arguments import Problem, show
+from judge.checks._assertions import check_assertions
 from judge.checks._env import EnvironmentFactory, StateReport, load_factory, replay
 from judge.checks._kinds import FailureKind
-from judge.checks._plain import DEFAULT, Settings, compare, in_call_order, structure, verdicts
-from judge.checks._result import CaseResult, CheckResults, Failure
+from judge.checks._plain import (
+    DEFAULT,
+    Settings,
+    call_scores,
+    compare,
+    in_call_order,
+    structure,
+    verdicts,
+)
+from judge.checks._result import CallScores, CaseResult, CheckResults, Failure
 from judge.checks._structure import SchemaCache
 from judge.checks._trajectory import TrajectoryCall, TrajectoryReport, trajectory_calls
 from judge.checks._values import Rules
@@ -107,15 +116,22 @@ def check_case(
             return _invalid(case.id, "", f"the environment failed: {type(exc).__name__}: {exc}")
         problems.extend(_state_problems(state))
 
+    holds = None
+    if case.assert_tools is not None:
+        found = check_assertions([c.name for c in calls], case.assert_tools)
+        holds = not found
+        problems.extend(found)
     path_only = (
         TrajectoryReport(mode=None, args=None, calls=_located(located)) if whole_path else None
     )
     if expected is None:
-        return _result(case, None, schema_valid, None, None, problems, path_only)
+        return _result(case, None, schema_valid, None, holds, problems, path_only, holds=holds)
     if env is not None and (settings is None or settings.mode is None):
         # Only the end state matters.
         passed = state.equal if state is not None else None
-        return _result(case, None, schema_valid, None, passed, problems, path_only, state)
+        return _result(
+            case, None, schema_valid, None, passed, problems, path_only, state, holds=holds
+        )
 
     how: Settings = settings or DEFAULT
     compared = compare([c.name for c in calls], parsed, expected, how, rules)
@@ -135,7 +151,19 @@ def check_case(
     selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
     if state is not None:  # both must hold; a reference that cannot be replayed: unknown
         passed = None if state.equal is None else passed and state.equal
-    return _result(case, selection, schema_valid, argument_values, passed, problems, report, state)
+    scores = call_scores(*compared.scored)
+    return _result(
+        case,
+        selection,
+        schema_valid,
+        argument_values,
+        passed,
+        problems,
+        report,
+        state,
+        holds=holds,
+        scores=None if scores is None else CallScores(**scores),
+    )
 
 
 def _located(located: list[tuple[Called, str]]) -> tuple[TrajectoryCall, ...]:
@@ -181,7 +209,12 @@ def _result(
     problems: list[tuple[int | None, Problem]],
     trajectory: TrajectoryReport | None = None,
     state: StateReport | None = None,
+    *,
+    holds: bool | None = None,
+    scores: CallScores | None = None,
 ) -> CaseResult:
+    if holds is False:  # `passed` and the tool assertions must both hold
+        passed = False
     failures = tuple(
         Failure(call=call, kind=kind, path=path, message=message)
         for call, (kind, path, message) in in_call_order(problems)
@@ -192,6 +225,8 @@ def _result(
         schema_valid=schema_valid,
         argument_values=argument_values,
         passed=passed,
+        tool_assertions=holds,
+        call_scores=scores,
         failures=failures,
         trajectory=trajectory,
         final_state=state,

@@ -67,7 +67,7 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
     calls = case.tool_calls
     parsed, problems, schema_valid = structure(calls, case.tools, schemas)
     expected = case.expected_calls
-    selection = argument_values = passed = None
+    selection = argument_values = passed = scores = None
     if (
         expected is not None
         and len(calls) == 1 == len(expected)
@@ -80,21 +80,42 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         problems.extend(said)
         selection = True
         argument_values = passed = schema_valid is not False and not said
+        scores = call_scores(int(not said and parsed[0] is not None), 1, 1)
     elif expected is not None:
         how = DEFAULT
         compared = compare([call.name for call in calls], parsed, expected, how, None)
         problems.extend(compared.problems)
         selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
+        scores = call_scores(*compared.scored)
     return {
         "id": case.id,
         "tool_selection": selection,
         "schema_valid": schema_valid,
         "argument_values": argument_values,
         "passed": passed,
+        "tool_assertions": None,
+        "call_scores": scores,
         "failures": [
             {"call": call, "kind": _KIND_NAMES[kind], "path": path, "message": message}
             for call, (kind, path, message) in in_call_order(problems)
         ],
+    }
+
+
+def call_scores(matched: int, calls: int, expected: int) -> dict[str, Any] | None:
+    """Partial credit from the one-to-one pairing: `matched` calls (name and every expected
+    argument right) over the `calls` made (precision) and the `expected` calls (recall), and
+    their F1; None when nothing was expected. With no call made, precision is 0."""
+    if not expected:
+        return None
+    precision = matched / calls if calls else 0.0
+    recall = matched / expected
+    f1 = 2 * precision * recall / (precision + recall) if matched else 0.0
+    return {
+        "matched": matched,
+        "precision": round(precision, 4),
+        "recall": round(recall, 4),
+        "f1": round(f1, 4),
     }
 
 
@@ -162,6 +183,9 @@ class Compared:
     selection: bool
     values_ok: bool
     problems: list[tuple[int | None, Problem]]
+    scored: tuple[int, int, int]
+    """Calls matched (name and every expected argument), calls and expected calls counted
+    (ignored tools left out): what `call_scores` is computed from."""
 
 
 def compare(
@@ -176,7 +200,8 @@ def compare(
     if one and names[0] not in how.ignore_tools:  # the common case: one call, to the tool expected
         wrong = faults(parsed[0], expected[0], how.args_for(names[0]), rules)
         said: list[tuple[int | None, Problem]] = [(0, describe(f)) for f in wrong or ()]
-        return Compared([(0, 0)], [], [], [], [], True, not said, said)
+        right = int(not said and parsed[0] is not None)
+        return Compared([(0, 0)], [], [], [], [], True, not said, said, (right, 1, 1))
     skip = set(how.ignore_tools)
     if skip:
         call_ids = [i for i, name in enumerate(names) if name not in skip]
@@ -191,8 +216,10 @@ def compare(
     missing = unpaired_expected if mode != "subset" else []
     problems: list[tuple[int | None, Problem]] = []
     values_ok = True
+    right = 0
     for call_index, _, found in pairs:
         values_ok = values_ok and not found
+        right += not found and parsed[call_index] is not None
         problems.extend((call_index, p) for p in found)
     if extra and missing and len(call_ids) == len(exp_ids):
         for call_index, exp_index in zip(extra, missing, strict=True):
@@ -232,6 +259,7 @@ def compare(
         selection=not extra and not missing,
         values_ok=values_ok,
         problems=problems,
+        scored=(right, len(call_ids), len(exp_ids)),
     )
 
 

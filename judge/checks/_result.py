@@ -32,6 +32,20 @@ class Failure(BaseModel):
     message: str
 
 
+class CallScores(BaseModel):
+    """Partial credit: the calls that pair one-to-one with expected calls, name and every
+    expected argument right, over the calls made and the calls expected."""
+
+    model_config = ConfigDict(frozen=True)
+
+    matched: int
+    precision: float
+    """Matched over the calls made (0 when none was made)."""
+    recall: float
+    """Matched over the expected calls."""
+    f1: float
+
+
 class CaseResult(BaseModel):
     """The grade of one case. Each check is true, false, or null where it does not apply."""
 
@@ -48,7 +62,12 @@ class CaseResult(BaseModel):
     """Calls match expected calls one-to-one, every expected argument acceptable; null when
     `expected_calls` is absent or empty."""
     passed: bool | None
-    """The case passes; null when there is nothing to grade it against."""
+    """The case passes; null when there is nothing to grade it against. With `assert_tools`
+    it must hold too (and alone decides when `expected_calls` is absent)."""
+    tool_assertions: bool | None = None
+    """Every `assert_tools` assertion holds; null when the case has none."""
+    call_scores: CallScores | None = None
+    """Partial credit against non-empty `expected_calls`; null otherwise."""
     failures: tuple[Failure, ...] = ()
     judge: JudgeOutcome | None = None
     """The LLM judge's verdicts (`judge grade`); absent from `judge check` results."""
@@ -68,6 +87,8 @@ class CaseResult(BaseModel):
             "schema_valid": self.schema_valid,
             "argument_values": self.argument_values,
             "passed": self.passed,
+            "tool_assertions": self.tool_assertions,
+            "call_scores": None if self.call_scores is None else self.call_scores.model_dump(),
             "failures": [
                 {"call": f.call, "kind": f.kind.value, "path": f.path, "message": f.message}
                 for f in self.failures
@@ -84,7 +105,7 @@ class CaseResult(BaseModel):
         return data
 
 
-_CHECK_COLUMNS = ("tool_selection", "schema_valid", "argument_values", "passed")
+_CHECK_COLUMNS = ("tool_selection", "schema_valid", "argument_values", "passed", "tool_assertions")
 
 
 class CheckResults(list[CaseResult]):
@@ -98,6 +119,7 @@ class CheckResults(list[CaseResult]):
         rows = [r.to_json_dict() for r in self]
         for row in rows:
             row["failure_kinds"] = sorted({f["kind"] for f in row["failures"]})
-        columns = ["id", *_CHECK_COLUMNS, "failures", "failure_kinds"]
+            row["call_f1"] = row["call_scores"]["f1"] if row["call_scores"] else None
+        columns = ["id", *_CHECK_COLUMNS, "call_f1", "failures", "failure_kinds"]
         frame = pd.DataFrame(rows, columns=columns)
         return frame.astype(dict.fromkeys(_CHECK_COLUMNS, "boolean"))

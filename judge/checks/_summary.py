@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from judge.checks._outcome import JudgeOutcome
     from judge.checks._result import CaseResult
 
-_CHECKS = ("tool_selection", "schema_valid", "argument_values")
+_CHECKS = ("tool_selection", "schema_valid", "argument_values", "tool_assertions")
 
 
 @dataclass
@@ -155,6 +155,9 @@ class Summary:
     checks: dict[str, Counter[str]] = field(
         default_factory=lambda: {name: Counter() for name in _CHECKS}
     )
+    f1_total: float = 0.0
+    f1_cases: int = 0
+    """Results with `call_scores`, and the sum of their F1."""
     verdicts: JudgeSummary | None = None
     """Judge verdict counts, once a result carries them."""
 
@@ -170,7 +173,9 @@ class Summary:
     def add_tally(self, tally: Tally) -> None:
         """Count the results a `Tally` holds."""
         checks = self.checks
-        for (selection, schema, values, passed, invalid), n in tally.outcomes.items():
+        self.f1_total += tally.f1_total
+        self.f1_cases += tally.f1_cases
+        for (selection, schema, values, held, passed, invalid), n in tally.outcomes.items():
             self.cases += n
             if passed is None:
                 self.not_gradable += n
@@ -179,7 +184,7 @@ class Summary:
             else:
                 self.failed += n
             self.invalid_cases += n if invalid else 0
-            for name, value in zip(_CHECKS, (selection, schema, values), strict=True):
+            for name, value in zip(_CHECKS, (selection, schema, values, held), strict=True):
                 checks[name][_OUTCOMES[value]] += n
         self.failure_kinds.update(tally.kinds)
 
@@ -193,6 +198,11 @@ class Summary:
         graded = self.passed + self.failed
         return self.passed / graded if graded else None
 
+    @property
+    def mean_f1(self) -> float | None:
+        """The mean `call_scores.f1` of the results that have one (partial credit)."""
+        return self.f1_total / self.f1_cases if self.f1_cases else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "cases": self.cases,
@@ -201,6 +211,7 @@ class Summary:
             "not_gradable": self.not_gradable,
             "invalid_cases": self.invalid_cases,
             "pass_rate": self.pass_rate,
+            "mean_f1": self.mean_f1,
             "failure_kinds": dict(self.failure_kinds.most_common()),
             "checks": {name: dict(counts) for name, counts in self.checks.items()},
             **({"judge": self.verdicts.to_dict()} if self.verdicts is not None else {}),
@@ -222,6 +233,7 @@ class Summary:
             ("not gradable", self.not_gradable),
             ("invalid cases", self.invalid_cases),
             ("pass rate", "n/a" if rate is None else f"{rate:.1%}"),
+            ("mean call F1", "n/a" if self.mean_f1 is None else f"{self.mean_f1:.3f}"),
         ):
             overview.add_row(label, str(value))
         console.print(overview)
@@ -255,7 +267,7 @@ def _merge(into: Any, other: Any) -> None:
         elif isinstance(theirs, dict):
             for key, counts in theirs.items():
                 mine.setdefault(key, Counter()).update(counts)
-        elif isinstance(theirs, int):
+        elif isinstance(theirs, int | float):
             setattr(into, name, mine + theirs)
         elif mine is None:
             setattr(into, name, theirs)
@@ -269,42 +281,57 @@ def _agreement(counts: Counter[str]) -> str:
 
 
 _OUTCOMES = {True: "true", False: "false", None: "null"}
-Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool]
-"""A result's `tool_selection`, `schema_valid`, `argument_values`, `passed`, and whether a
-failure is `InvalidCase`."""
+Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool | None, bool]
+"""A result's `tool_selection`, `schema_valid`, `argument_values`, `tool_assertions`,
+`passed`, and whether a failure is `InvalidCase`."""
 
 
 class Tally:
     """Results counted cheaply, one at a time (a chunk's), to add to a `Summary` at once."""
 
-    __slots__ = ("outcomes", "kinds")
+    __slots__ = ("outcomes", "kinds", "f1_total", "f1_cases")
 
     def __init__(self) -> None:
         self.outcomes: Counter[Outcome] = Counter()
         self.kinds: Counter[str] = Counter()
+        self.f1_total = 0.0
+        self.f1_cases = 0
 
     def add(self, result: dict[str, Any]) -> None:
         """Count a result given as JSON data (`CaseResult.to_json_dict()`)."""
         kinds = [failure["kind"] for failure in result["failures"]]
-        self._count(
-            (result["tool_selection"], result["schema_valid"], result["argument_values"]),
-            result["passed"],
-            kinds,
+        checks = (
+            result["tool_selection"],
+            result["schema_valid"],
+            result["argument_values"],
+            result.get("tool_assertions"),
         )
+        scores = result.get("call_scores")
+        self._count(checks, result["passed"], kinds, scores["f1"] if scores else None)
 
     def count(self, result: CaseResult) -> None:
         """Count a result as it is, without writing it as JSON first."""
         kinds = [failure.kind.value for failure in result.failures]
-        checks = (result.tool_selection, result.schema_valid, result.argument_values)
-        self._count(checks, result.passed, kinds)
+        checks = (
+            result.tool_selection,
+            result.schema_valid,
+            result.argument_values,
+            result.tool_assertions,
+        )
+        scores = result.call_scores
+        self._count(checks, result.passed, kinds, scores.f1 if scores else None)
 
     def _count(
         self,
-        checks: tuple[bool | None, bool | None, bool | None],
+        checks: tuple[bool | None, bool | None, bool | None, bool | None],
         passed: bool | None,
         kinds: list[str],
+        f1: float | None,
     ) -> None:
         self.kinds.update(kinds)
+        if f1 is not None:
+            self.f1_total += f1
+            self.f1_cases += 1
         self.outcomes[(*checks, passed, _INVALID_CASE in kinds)] += 1
 
 

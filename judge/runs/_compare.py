@@ -27,7 +27,7 @@ Z95 = 1.959963984540054
 BOOTSTRAP_SAMPLES = 10_000
 BOOTSTRAP_SEED = 20240607
 FEW_CASES = 10
-_BREAKDOWN = ("tool_selection", "schema_valid", "argument_values", "judge")
+_BREAKDOWN = ("tool_selection", "schema_valid", "argument_values", "tool_assertions", "judge")
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,8 @@ class ModelStats:
     cases: int
     """Cases with at least one graded run (the n of the interval)."""
     pass_rate: Interval | None
+    mean_f1: float | None
+    """Partial credit: the mean `call_scores.f1` of the graded responses that have one."""
     breakdown: dict[str, float | None]
     """Share of graded responses where each check holds (`judge`: the judge passed it)."""
     pass_hat_k: dict[int, float]
@@ -74,6 +76,7 @@ class ModelStats:
             "errors": self.errors,
             "cases": self.cases,
             "pass_rate": self.pass_rate.to_dict() if self.pass_rate else None,
+            "mean_f1": self.mean_f1,
             "breakdown": self.breakdown,
             "pass_hat_k": {str(k): v for k, v in self.pass_hat_k.items()},
             "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
@@ -212,12 +215,14 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
     rate = sum(per_case.values()) / len(per_case) if per_case else None
     latencies = [r.latency_s for r in graded if r.latency_s is not None]
     costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+    f1s = [r.call_scores.f1 for r in graded if r.call_scores is not None]
     return ModelStats(
         model=model,
         responses=len(rows),
         errors=len(rows) - len(graded),
         cases=len(per_case),
         pass_rate=wilson(rate, len(per_case)) if rate is not None else None,
+        mean_f1=sum(f1s) / len(f1s) if f1s else None,
         breakdown={name: _share(graded, name) for name in _BREAKDOWN},
         pass_hat_k=repeats.pass_hat,
         pass_at_k=repeats.pass_at,

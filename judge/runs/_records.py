@@ -17,7 +17,7 @@ from judge.cases._files import write_atomically
 from judge.cases._json import dumps
 from judge.cases._loading import first_error
 from judge.checks._outcome import JudgeOutcome
-from judge.checks._result import CaseResult, Failure
+from judge.checks._result import CallScores, CaseResult, Failure
 
 Key = tuple[str, str, int]
 
@@ -37,6 +37,8 @@ class RunRecord(BaseModel):
     schema_valid: bool | None = None
     argument_values: bool | None = None
     passed: bool | None = None
+    tool_assertions: bool | None = None
+    call_scores: CallScores | None = None
     failures: tuple[Failure, ...] = ()
     judge: JudgeOutcome | None = None
     """The LLM judge's verdicts, when grading with the judge was asked."""
@@ -67,6 +69,8 @@ class RunRecord(BaseModel):
             "schema_valid": result.schema_valid,
             "argument_values": result.argument_values,
             "passed": result.passed,
+            "tool_assertions": result.tool_assertions,
+            "call_scores": result.call_scores,
             "failures": result.failures,
         }
         if result.judge is not None:
@@ -83,6 +87,8 @@ class RunRecord(BaseModel):
             "schema_valid": self.schema_valid,
             "argument_values": self.argument_values,
             "passed": self.passed,
+            "tool_assertions": self.tool_assertions,
+            "call_scores": None if self.call_scores is None else self.call_scores.model_dump(),
             "failures": [f.model_dump(mode="json") for f in self.failures],
         }
         if self.judge is not None:

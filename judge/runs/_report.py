@@ -14,6 +14,7 @@ _CHECK_NAMES = {
     "tool_selection": "selection",
     "schema_valid": "schema",
     "argument_values": "values",
+    "tool_assertions": "tools",
     "judge": "judge",
 }
 
@@ -27,7 +28,8 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
     rates = Table(
         title="models, best first (pass rate: 95% Wilson interval over cases)", title_justify="left"
     )
-    for name in ("#", "model", "cases", "pass rate", "95% CI", *_CHECK_NAMES.values(), "errors"):
+    columns = ("#", "model", "cases", "pass rate", "95% CI", "F1", *_CHECK_NAMES.values(), "errors")
+    for name in columns:
         rates.add_column(name, justify="left" if name == "model" else "right")
     for rank, stats in enumerate(models, start=1):
         rate = stats.pass_rate
@@ -37,6 +39,7 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
             str(stats.cases),
             _pct(rate.value if rate else None),
             _interval(rate),
+            _f1(stats.mean_f1),
             *(_pct(stats.breakdown.get(name)) for name in _CHECK_NAMES),
             str(stats.errors),
         )
@@ -103,7 +106,7 @@ def render_comparison(comparison: Comparison, *, title: str = "model comparison"
         parts.append(f"<p class='fail'>{html.escape(warning)}</p>")
     parts.append(
         "<table><tr><th>#</th><th>model</th><th>cases</th><th>pass rate</th>"
-        "<th>95% CI</th>"
+        "<th>95% CI</th><th>F1</th>"
         + "".join(f"<th>{n}</th>" for n in _CHECK_NAMES.values())
         + "<th>errors</th><th>varying</th><th>cost $</th></tr>"
     )
@@ -114,6 +117,7 @@ def render_comparison(comparison: Comparison, *, title: str = "model comparison"
             str(s.cases),
             _pct(s.pass_rate.value if s.pass_rate else None),
             _interval(s.pass_rate),
+            _f1(s.mean_f1),
             *(_pct(s.breakdown.get(n)) for n in _CHECK_NAMES),
             str(s.errors),
             ", ".join(s.varying) or "none",
@@ -245,6 +249,10 @@ def _png(draw: Callable[[Any, Comparison], None], comparison: Comparison) -> str
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
+
+
+def _f1(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _interval(interval: Interval | None) -> str:

@@ -58,6 +58,8 @@ def _result_schema() -> dict[str, Any]:
         "schema_valid",
         "argument_values",
         "passed",
+        "tool_assertions",
+        "call_scores",
         "failures",
     ]
     for key in ("judge", "ungrounded_values", "trajectory", "final_state"):
