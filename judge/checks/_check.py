@@ -82,17 +82,20 @@ def check_case(
     schemas: SchemaCache | None = None,
     match: Match | None = None,
     env: EnvironmentFactory | None = None,
+    whole_path: bool = False,
 ) -> CaseResult:
     """Grade one case against its tools and, where given, its `expected_calls`.
 
     `match` sets how strictly calls must follow the reference (a case's own `match` wins
     field by field); with a trajectory mode every call of the assistant turns counts, not only
     the final response's. `env` replays the reference and the candidate's calls into fresh
-    environments and requires the same final state.
+    environments and requires the same final state. `whole_path` grades every call of the
+    assistant turns even without a mode (an agent run's), paired as without one.
     """
     schemas = schemas or SchemaCache()
     settings = case.match.merged_over(match) if case.match is not None else match
-    whole_path = (settings is not None and settings.mode is not None) or env is not None
+    has_mode = settings is not None and settings.mode is not None
+    whole_path = whole_path or has_mode or env is not None
     located: list[tuple[Called, str]]
     if whole_path:
         try:
@@ -126,18 +129,29 @@ def check_case(
     )
     if expected is None:
         return _result(case, None, schema_valid, None, holds, problems, path_only, holds=holds)
+    names = [c.name for c in calls]
     if env is not None and (settings is None or settings.mode is None):
-        # Only the end state matters.
+        # Only the end state matters; the pairing gives the partial credit alone.
         passed = state.equal if state is not None else None
+        scored = call_scores(*compare(names, parsed, expected, settings or DEFAULT, rules).scored)
         return _result(
-            case, None, schema_valid, None, passed, problems, path_only, state, holds=holds
+            case,
+            None,
+            schema_valid,
+            None,
+            passed,
+            problems,
+            path_only,
+            state,
+            holds=holds,
+            scores=None if scored is None else CallScores(**scored),
         )
 
     how: Settings = settings or DEFAULT
-    compared = compare([c.name for c in calls], parsed, expected, how, rules)
+    compared = compare(names, parsed, expected, how, rules)
     problems.extend(compared.problems)
     report = None
-    if how.mode is not None:
+    if whole_path:
         report = TrajectoryReport(
             mode=how.mode,
             args=how.arguments,

@@ -145,7 +145,9 @@ def replay(
         except Exception as exc:
             return StateReport(
                 equal=None,
-                reference_error=f"expected call {index} ({call.name}) failed: {_why(exc)}",
+                reference_error=(
+                    f"expected call {index} ({call.name}) failed: {describe_error(exc)}"
+                ),
             )
     candidate = new_environment(factory, case)
     errors: list[CallError] = []
@@ -156,7 +158,7 @@ def replay(
         try:
             candidate.call(name, arguments)
         except Exception as exc:
-            errors.append(CallError(call=index, name=name, message=_why(exc)))
+            errors.append(CallError(call=index, name=name, message=describe_error(exc)))
     diff: list[StateDiff] = []
     _diff(reference.snapshot(), candidate.snapshot(), (), diff)
     return StateReport(equal=not diff, diff=tuple(diff[:_MAX_DIFFS]), errors=tuple(errors))
@@ -195,7 +197,9 @@ def _diff(want: Any, got: Any, path: tuple[Any, ...], out: list[StateDiff]) -> N
         out.append(StateDiff(path=pointer(path), expected=want, actual=got, change="changed"))
 
 
-def _why(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """What a failed tool call says: a `ToolFailed` message as it is, else the error's type
+    and message."""
     text = str(exc)
     return text if isinstance(exc, ToolFailed) else f"{type(exc).__name__}: {text}"
 

@@ -27,7 +27,8 @@ class TrajectoryReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     mode: MatchMode | None
-    """Null when only the final state was compared (`--env` without `--match`)."""
+    """Null when no mode was set: only the final state was compared (`--env` without
+    `--match`), or an agent run's calls were paired as `judge check` pairs them by default."""
     args: ArgsMode | None
     calls: tuple[TrajectoryCall, ...]
     matched: tuple[tuple[int, int], ...] = ()

@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -23,15 +23,21 @@ from judge.cli._common import (
     stack_options,
 )
 from judge.cli._judge_options import calibration_options, gate_judge
+from judge.cli._matching import trajectory_from, trajectory_options
 from judge.endpoints._candidates import CandidateEndpointError
 from judge.endpoints._client import JudgeEndpointError
 from judge.endpoints._endpoint import OPENROUTER_URL
 from judge.judging._grade import Judge
+
+if TYPE_CHECKING:
+    from judge.cases._match import Match
+    from judge.checks._env import EnvironmentFactory
+from judge.runs._agent import load_agent
 from judge.runs._compare import compare_runs
 from judge.runs._preflight import LOCAL, PreflightError, Requested, candidate_endpoint, preflight
 from judge.runs._records import Key, RunRecord, compact, read_runs
 from judge.runs._report import print_comparison, render_comparison
-from judge.runs._runner import Grader, Runner, check_resumable
+from judge.runs._runner import AgentLoop, Grader, Runner, check_resumable
 
 _report_options: list[Callable[..., Any]] = [
     click.option(
@@ -120,6 +126,20 @@ _judge_choice: list[Callable[..., Any]] = [
     is_flag=True,
     help="Skip GET /models (an endpoint without it): tools unchecked, temperature left out.",
 )
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="With --env or --agent: requests per agent run before it stops as StepLimit.",
+)
+@click.option(
+    "--agent",
+    metavar="MODULE:CALLABLE",
+    help="Run your own agent: `await agent(case, chat)` (or with `env=`), where "
+    "`chat(messages, tools=...)` asks the current candidate; it returns the transcript.",
+)
+@trajectory_options
 @stack_options(*_judge_choice)
 @stack_options(*_report_options)
 def run_command(
@@ -136,13 +156,22 @@ def run_command(
     concurrency: int,
     timeout: float,
     no_preflight: bool,
+    max_steps: int,
+    agent: str | None,
     report_format: str,
     html: str | None,
     **judging: Any,
 ) -> None:
     """Run every model of --models on CASES (--runs times each), with the same settings for
-    all, grade every response, and compare the models."""
+    all, grade every response, and compare the models.
+
+    With --env (the built-in loop) or --agent, each run is an agent run of several steps: the
+    candidate's calls are executed in a fresh environment and answered, until it answers in
+    text or --max-steps is reached; the whole transcript is graded."""
     require_files((cases,))
+    env_spec = judging["env"]
+    match, factory = _trajectory(judging, "run")
+    loop = _loop(env_spec, factory, agent, max_steps)
     names = list(dict.fromkeys(m.strip() for m in models.split(",") if m.strip()))
     if not names:
         raise click.BadParameter("name at least one model", param_hint="--models")
@@ -161,7 +190,9 @@ def run_command(
     key_hint = api_key_env or "OPENROUTER_API_KEY"
     resuming = output is not None and os.path.exists(output)
     done = {r.key: r for r in _read(output, "run")} if output and resuming else {}
-    judge = _judge(judging, concurrency, "run")
+    judge = _judge(
+        judging, concurrency, "run", match=match, env=factory, agent_runs=loop is not None
+    )
 
     async def go() -> list[RunRecord]:
         agreed = await preflight(
@@ -174,16 +205,17 @@ def run_command(
         )
         for warning in agreed.warnings:
             click.echo(f"judge run: warning: {warning}", err=True)
-        check_resumable(done.values(), agreed, output or "")
+        check_resumable(done.values(), agreed, output or "", loop)
         if output and resuming:
             compact(output, done.values())  # drop a line cut short, so appending stays clean
         runner = Runner(
             agreed,
             endpoint=endpoint,
-            grader=Grader(judge, text_calls=_text_calls(judging)),
+            grader=Grader(judge, text_calls=_text_calls(judging), match=match, env=factory),
             concurrency=concurrency,
             timeout=timeout,
             key_hint=key_hint,
+            loop=loop,
         )
         async with runner:
             plan = runner.plan(loaded, names, runs, done)
@@ -218,6 +250,7 @@ def compare_command(runs_file: str, report_format: str, html: str | None) -> Non
     show_default=True,
     help="Judge requests in flight at once.",
 )
+@trajectory_options
 @stack_options(*_judge_choice)
 @stack_options(*_report_options)
 def regrade_command(
@@ -239,8 +272,10 @@ def regrade_command(
         click.echo(
             f"judge regrade: kept as they were, not in {cases}: {', '.join(missing)}", err=True
         )
-    judge = _judge(judging, concurrency, "regrade")
-    grader = Grader(judge, text_calls=_text_calls(judging))
+    match, factory = _trajectory(judging, "regrade")
+    agent_runs = any(r.transcript is not None for r in records)
+    judge = _judge(judging, concurrency, "regrade", match=match, env=factory, agent_runs=agent_runs)
+    grader = Grader(judge, text_calls=_text_calls(judging), match=match, env=factory)
     todo = [(r, loaded[r.case_id]) for r in records if r.case_id in loaded and r.error is None]
     target = output or runs_file
     compact(target, records)  # the regraded records are appended: a later line replaces one
@@ -296,8 +331,43 @@ def _load(path: str, command: str) -> list[Any]:
     return list(loaded)
 
 
-def _judge(options: dict[str, Any], concurrency: int, command: str) -> Judge | None:
-    """The judge asked for (--judge), past the calibration gate when a record is given."""
+def _trajectory(options: dict[str, Any], command: str) -> tuple[Match | None, Any]:
+    """The --match settings and the --env factory (exits 2 when one cannot be loaded)."""
+    try:
+        return trajectory_from(options)
+    except ValueError as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+
+
+def _loop(
+    env: str | None, factory: EnvironmentFactory | None, agent: str | None, max_steps: int
+) -> AgentLoop | None:
+    """The agent loop the options ask for, or None for one request per job."""
+    if factory is None and agent is None:
+        return None
+    loaded = None
+    if agent is not None:
+        try:
+            loaded = load_agent(agent)
+        except ValueError as exc:
+            click.echo(f"judge run: --agent: {exc}", err=True)
+            sys.exit(EXIT_UNREADABLE)
+    described: dict[str, Any] = {"max_steps": max_steps, "env": env, "agent": agent}
+    return AgentLoop(env=factory, agent=loaded, max_steps=max_steps, described=described)
+
+
+def _judge(
+    options: dict[str, Any],
+    concurrency: int,
+    command: str,
+    *,
+    match: Match | None = None,
+    env: EnvironmentFactory | None = None,
+    agent_runs: bool = False,
+) -> Judge | None:
+    """The judge asked for (--judge), past the calibration gate when a record is given;
+    agent runs are judged on their whole path too (the trajectory rubric)."""
     calibration = options["calibration"]
     if not options["use_judge"]:
         if calibration:
@@ -309,7 +379,14 @@ def _judge(options: dict[str, Any], concurrency: int, command: str) -> Judge | N
     if not (model or base_url or os.environ.get("JUDGE_MODEL") or os.environ.get("JUDGE_BASE_URL")):
         model = "local"  # never a paid judge picked silently from the candidates' key
     try:
-        judge = Judge(model=model, base_url=base_url, concurrency=concurrency)
+        judge = Judge(
+            model=model,
+            base_url=base_url,
+            concurrency=concurrency,
+            match=match,
+            env=env,
+            trajectory=agent_runs,
+        )
     except JudgeError as exc:
         click.echo(f"judge {command}: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)

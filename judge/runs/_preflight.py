@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge._errors import JudgeError
-from judge.cases._case import Case
+from judge.cases._case import Case, Tool
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.endpoints._endpoint import OPENROUTER_URL, Endpoint
 
@@ -175,11 +175,24 @@ def agree(
     return Agreed(settings=settings, seed=seed, models=models, warnings=warnings)
 
 
-def request_body(model: str, case: Case, run: int, agreed: Agreed) -> dict[str, Any]:
-    """The chat request for one model, case and run: the same for every model but `model`."""
-    body: dict[str, Any] = {"model": model, "messages": case.messages}
-    if case.tools:  # an empty `tools` list is refused by OpenAI-compatible endpoints
-        body["tools"] = [tool.to_openai() for tool in case.tools]
+def request_body(
+    model: str,
+    case: Case,
+    run: int,
+    agreed: Agreed,
+    *,
+    messages: Sequence[dict[str, Any]] | None = None,
+    tools: Sequence[Tool] | None = None,
+) -> dict[str, Any]:
+    """The chat request for one model, case and run: the same for every model but `model`.
+    An agent run's steps send their own `messages`, and may send other `tools`."""
+    offered = case.tools if tools is None else tools
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": case.messages if messages is None else list(messages),
+    }
+    if offered:  # an empty `tools` list is refused by OpenAI-compatible endpoints
+        body["tools"] = [tool.to_openai() for tool in offered]
         body.update(agreed.settings)
     else:
         body.update({k: v for k, v in agreed.settings.items() if k != "tool_choice"})

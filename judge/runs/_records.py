@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -32,7 +32,24 @@ class RunRecord(BaseModel):
     run: int
     """1-based."""
     response: Any = None
-    """The chat completion exactly as the endpoint returned it; null after a failed request."""
+    """The chat completion exactly as the endpoint returned it; null after a failed request.
+    An agent run's is its last request's."""
+    transcript: list[dict[str, Any]] | None = None
+    """An agent run's messages added after the case's own (assistant turns with the calls
+    made, a `tool` message answering each); null for a single request."""
+    steps: int | None = None
+    """An agent run's requests to the candidate."""
+    stop: Literal["answer", "step_limit"] | None = None
+    """Why an agent run ended: a reply without calls, or `--max-steps` reached."""
+    final_answer: str | None = None
+    """The text an agent run ends with (null at the step limit)."""
+    final_state: Any = None
+    """The environment's snapshot when the agent run ended (null without an environment)."""
+    tool_errors: tuple[dict[str, Any], ...] = ()
+    """Calls of an agent run that failed in the environment: `{"call", "name", "message"}`."""
+    requests: tuple[dict[str, Any], ...] | None = None
+    """An agent run's requests, each `{"usage", "latency_s", "attempts", "cost_usd"}`; the
+    record's `usage`, `latency_s`, `attempts` and `cost_usd` are their sums."""
     tool_selection: bool | None = None
     schema_valid: bool | None = None
     argument_values: bool | None = None
@@ -83,6 +100,18 @@ class RunRecord(BaseModel):
             "case_id": self.case_id,
             "run": self.run,
             "response": self.response,
+        }
+        if self.transcript is not None:
+            data |= {
+                "transcript": self.transcript,
+                "steps": self.steps,
+                "stop": self.stop,
+                "final_answer": self.final_answer,
+                "final_state": self.final_state,
+                "tool_errors": list(self.tool_errors),
+                "requests": list(self.requests or ()),
+            }
+        data |= {
             "tool_selection": self.tool_selection,
             "schema_valid": self.schema_valid,
             "argument_values": self.argument_values,

@@ -16,16 +16,31 @@ from typing import Any, TypeVar
 
 import orjson
 
-from judge.cases._calls import ShapeError, normalise_response
-from judge.cases._case import Case
+from judge.cases._calls import Response, ShapeError, normalise_response
+from judge.cases._case import Case, Tool
+from judge.cases._match import Match
 from judge.cases._text_calls import with_text_calls
 from judge.checks._check import check_case
+from judge.checks._env import EnvironmentFactory, new_environment
+from judge.checks._kinds import FailureKind
+from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.endpoints._client import JudgeEndpointError, serving
 from judge.endpoints._endpoint import Endpoint
 from judge.endpoints._retry import RetryPolicy
 from judge.judging._grade import Judge
+from judge.runs._agent import (
+    Agent,
+    StepLimit,
+    Transcript,
+    added_after,
+    assistant_message,
+    built_in_loop,
+    call_agent,
+    final_answer,
+    prompt_of,
+)
 from judge.runs._preflight import LOCAL, Agreed, PreflightError, request_body
 from judge.runs._records import Key, RunRecord
 
@@ -49,11 +64,19 @@ class Grader:
     text where asked, the deterministic checks, and the judge when there is one."""
 
     def __init__(
-        self, judge: Judge | None = None, *, text_calls: frozenset[str] | None = frozenset({LOCAL})
+        self,
+        judge: Judge | None = None,
+        *,
+        text_calls: frozenset[str] | None = frozenset({LOCAL}),
+        match: Match | None = None,
+        env: EnvironmentFactory | None = None,
     ) -> None:
-        """`text_calls`: the models whose calls written as JSON text are read (None: all)."""
+        """`text_calls`: the models whose calls written as JSON text are read (None: all);
+        `match` and `env` grade trajectories and final states as `judge check` does."""
         self.judge = judge
         self.text_calls = text_calls
+        self.match = match
+        self.env = env
         self._schemas = SchemaCache()
 
     def reads_text_calls(self, model: str) -> bool:
@@ -62,8 +85,10 @@ class Grader:
     async def grade(self, record: RunRecord, case: Case) -> RunRecord:
         """`record` graded against `case` (a failed request stays as it is). Raises `Unjudged`
         when the judge's endpoint refuses."""
-        if record.response is None or record.error is not None:
+        if record.error is not None or (record.response is None and record.transcript is None):
             return record
+        if record.transcript is not None:
+            return await self._grade_run(record, case)
         try:
             response = normalise_response(record.response)
         except ShapeError as exc:
@@ -77,13 +102,43 @@ class Grader:
             from_text, response = found is not response, found
         record = record.model_copy(update={"calls_from_content": from_text})
         graded = case.model_copy(update={"response": response})
-        if self.judge is None:
-            return record.graded(check_case(graded, schemas=self._schemas))
+        checked = check_case(graded, schemas=self._schemas, match=self.match, env=self.env)
+        return await self._judged(record, graded, checked)
+
+    async def _grade_run(self, record: RunRecord, case: Case) -> RunRecord:
+        """An agent run graded as a recorded transcript: every call of its assistant turns,
+        the final state, the tool assertions, `StepLimit` when it never ended, and the judge
+        (on the whole path and the final answer)."""
+        transcript = record.transcript or []
+        ended = record.stop == "answer" and final_answer(transcript) is not None
         try:
-            return record.graded(await self.judge.grade_case(graded))
+            response = normalise_response(transcript[-1]) if ended else None
+        except ShapeError as exc:
+            return record.model_copy(update={"error": f"the final reply is unreadable ({exc})"})
+        messages = [*prompt_of(case), *(transcript[:-1] if ended else transcript)]
+        graded = case.model_copy(update={"messages": messages, "response": response})
+        checked = check_case(
+            graded, schemas=self._schemas, match=self.match, env=self.env, whole_path=True
+        )
+        if record.stop == "step_limit":
+            steps = record.steps or 0
+            message = f"the candidate was still calling tools after {steps} steps (--max-steps)"
+            limit = Failure(call=None, kind=FailureKind.STEP_LIMIT, path="", message=message)
+            checked = checked.model_copy(
+                update={"passed": False, "failures": (*checked.failures, limit)}
+            )
+        return await self._judged(record, graded, checked)
+
+    async def _judged(self, record: RunRecord, graded: Case, checked: CaseResult) -> RunRecord:
+        """`record` with the checks, and the judge's verdicts when there is a judge."""
+        if self.judge is None or graded.response is None:
+            return record.graded(checked)
+        try:
+            judged = await self.judge.grade_case(graded)
         except JudgeEndpointError as exc:
             # The paid-for response is kept with its checks; a later `--judge` run judges it.
-            raise Unjudged(record.graded(self.judge.check(graded)), exc) from exc
+            raise Unjudged(record.graded(checked), exc) from exc
+        return record.graded(checked.model_copy(update={"judge": judged.judge}))
 
     async def grade_all(
         self,
@@ -125,11 +180,14 @@ class Runner:
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         key_hint: str = "OPENROUTER_API_KEY",
+        loop: AgentLoop | None = None,
     ) -> None:
-        """`endpoint` serves the hosted candidates (None when all are `local`)."""
+        """`endpoint` serves the hosted candidates (None when all are `local`); `loop` makes
+        every job an agent run (several steps) instead of one request."""
         self.agreed = agreed
         self.grader = grader or Grader()
-        self.settings = run_settings(agreed)
+        self.loop = loop
+        self.settings = run_settings(agreed, loop)
         self._endpoint = endpoint
         self._concurrency = concurrency
         self._timeout = timeout
@@ -177,6 +235,8 @@ class Runner:
         await pool(plan.ask, lambda job: self._ask(*job), on_record, self._concurrency)
 
     async def _ask(self, model: str, case: Case, run: int) -> RunRecord:
+        if self.loop is not None:
+            return await self._run_agent(model, case, run, self.loop)
         body = request_body(model, case, run, self.agreed)
         client = await self._client(model)
         try:
@@ -185,7 +245,109 @@ class Runner:
             return RunRecord(
                 model=model, case_id=case.id, run=run, error=str(exc), settings=self.settings
             )
-        usage = answer.body.get("usage") if isinstance(answer.body, dict) else None
+        spent = self._spent(model, answer.body, answer.latency_s, answer.attempts)
+        record = RunRecord(
+            model=model,
+            case_id=case.id,
+            run=run,
+            response=answer.body,
+            usage=spent["usage"],
+            latency_s=spent["latency_s"],
+            cost_usd=spent["cost_usd"],
+            error=reply_error(answer.body),
+            attempts=answer.attempts,
+            settings=self.settings,
+        )
+        return await self.grader.grade(record, case)
+
+    async def _run_agent(self, model: str, case: Case, run: int, loop: AgentLoop) -> RunRecord:
+        """One agent run from its start: a fresh environment, every step asked with the
+        agreed settings, the whole transcript recorded and graded. A request that fails for
+        good makes the run an error (asked again, from the start, on resume)."""
+        client = await self._client(model)
+        names = {tool.name for tool in case.tools}
+        reads_text = self.grader.reads_text_calls(model)
+        spent: list[dict[str, Any]] = []
+        bodies: list[Any] = []
+        seen: list[dict[str, Any]] = []  # the last path the candidate answered, after the prompt
+        prompt = prompt_of(case)
+
+        async def chat(
+            messages: Sequence[dict[str, Any]], tools: Any = CASE_TOOLS
+        ) -> dict[str, Any]:
+            if len(spent) >= loop.max_steps:
+                raise StepLimit
+            offered = None if tools is CASE_TOOLS else [Tool.from_spec(t) for t in tools or ()]
+            body = request_body(model, case, run, self.agreed, messages=messages, tools=offered)
+            answer = await client.chat(body)
+            spent.append(self._spent(model, answer.body, answer.latency_s, answer.attempts))
+            bodies.append(answer.body)
+            failed = reply_error(answer.body)
+            if failed is not None:
+                raise CandidateRequestError(failed)
+            try:
+                response = normalise_response(answer.body) or Response()
+            except ShapeError as exc:
+                raise CandidateRequestError(f"the reply is not a chat completion ({exc})") from None
+            if reads_text:
+                response = with_text_calls(response, names)
+            message = assistant_message(response, len(spent))
+            after = added_after(prompt, messages)
+            if after is not None:  # a side request (a confirmation step, say) is not the path
+                seen[:] = [*after, message]
+            return message
+
+        env = new_environment(loop.env, case) if loop.env is not None else None
+        transcript = Transcript()
+        stop: str | None = "answer"
+        error: str | None = None
+        try:
+            if loop.agent is None:
+                assert env is not None, "the built-in loop needs an environment"
+                await built_in_loop(case, chat, env, transcript)
+            else:  # the agent sees the case as its prompt: a recorded path left out
+                asked = case.model_copy(update={"messages": prompt})
+                returned = await call_agent(loop.agent, asked, chat, env)
+                transcript.messages = _agent_transcript(returned, prompt)
+        except StepLimit:
+            stop = "step_limit"
+            if loop.agent is not None:
+                transcript.messages = list(seen)
+        except JudgeEndpointError:
+            raise  # the endpoint refuses everything: the batch stops
+        except CandidateRequestError as exc:
+            stop, error = None, str(exc)
+        except Exception as exc:  # the agent's own code, or the environment, failed
+            stop, error = None, f"the agent run failed: {type(exc).__name__}: {exc}"
+        try:
+            final_state = env.snapshot() if env is not None else None
+        except Exception as exc:
+            final_state = None
+            error = error or f"the environment's snapshot failed: {type(exc).__name__}: {exc}"
+        record = RunRecord(
+            model=model,
+            case_id=case.id,
+            run=run,
+            response=bodies[-1] if bodies else None,
+            transcript=transcript.messages,
+            steps=len(spent),
+            stop=stop,  # type: ignore[arg-type]
+            final_answer=final_answer(transcript.messages) if stop == "answer" else None,
+            final_state=final_state,
+            tool_errors=tuple(transcript.tool_errors),
+            requests=tuple(spent),
+            usage=_summed_usage(spent),
+            latency_s=round(sum(s["latency_s"] for s in spent), 4) if spent else None,
+            cost_usd=_summed(s["cost_usd"] for s in spent),
+            error=error,
+            attempts=sum(s["attempts"] for s in spent) or 1,
+            settings=self.settings,
+        )
+        return await self.grader.grade(record, case)
+
+    def _spent(self, model: str, body: Any, latency_s: float, attempts: int) -> dict[str, Any]:
+        """What one request cost: its usage as returned, latency, attempts and price."""
+        usage = body.get("usage") if isinstance(body, dict) else None
         usage = usage if isinstance(usage, dict) else None
         reported = usage.get("cost") if usage else None  # OpenRouter reports what it billed
         cost = (
@@ -193,19 +355,12 @@ class Runner:
             if isinstance(reported, int | float)
             else self.agreed.models[model].cost(usage)
         )
-        record = RunRecord(
-            model=model,
-            case_id=case.id,
-            run=run,
-            response=answer.body,
-            usage=usage,
-            latency_s=round(answer.latency_s, 4),
-            cost_usd=cost,
-            error=reply_error(answer.body),
-            attempts=answer.attempts,
-            settings=self.settings,
-        )
-        return await self.grader.grade(record, case)
+        return {
+            "usage": usage,
+            "latency_s": round(latency_s, 4),
+            "attempts": attempts,
+            "cost_usd": cost,
+        }
 
     async def _client(self, model: str) -> CandidateClient:
         name = LOCAL if model == LOCAL else "hosted"
@@ -263,19 +418,71 @@ async def pool(
         raise refused[0]
 
 
-def run_settings(agreed: Agreed) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AgentLoop:
+    """How every job of an agent run goes: the built-in loop in a fresh environment from
+    `env`, or the user's `agent`, each at most `max_steps` requests."""
+
+    env: EnvironmentFactory | None
+    agent: Agent | None
+    max_steps: int
+    described: dict[str, Any]
+    """The loop as the options named it (stored in every record's settings)."""
+
+
+class _CaseTools:
+    def __repr__(self) -> str:
+        return "the case's tools"
+
+
+CASE_TOOLS: Any = _CaseTools()
+"""`chat`'s default `tools`: the case's own."""
+
+
+def run_settings(agreed: Agreed, loop: AgentLoop | None = None) -> dict[str, Any]:
     """The settings stored with every record of a run, the same for every model and case: the
-    agreed ones, and with a seed the seed of run 1 (run r is sent `seed + r - 1`)."""
+    agreed ones, with a seed the seed of run 1 (run r is sent `seed + r - 1`), and an agent
+    run's loop (`max_steps`, `env`, `agent`)."""
     settings = dict(agreed.settings)
     if agreed.seed is not None:
         settings["seed"] = agreed.seed
+    if loop is not None:
+        settings |= loop.described
     return settings
 
 
-def check_resumable(done: Iterable[RunRecord], agreed: Agreed, source: str) -> None:
+def _agent_transcript(returned: Any, prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages an agent's callable returned, after the case's own."""
+    if not isinstance(returned, list | tuple) or not all(isinstance(m, dict) for m in returned):
+        raise TypeError(
+            f"the agent returned {type(returned).__name__}: it must return the transcript, a "
+            "list of messages"
+        )
+    after = added_after(prompt, returned)
+    return list(returned) if after is None else after
+
+
+def _summed_usage(spent: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The token counts of an agent run's requests, added up."""
+    total: dict[str, Any] = {}
+    for usage in (s["usage"] for s in spent if s["usage"]):
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            if isinstance(usage.get(key), int | float):
+                total[key] = total.get(key, 0) + usage[key]
+    return total or None
+
+
+def _summed(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def check_resumable(
+    done: Iterable[RunRecord], agreed: Agreed, source: str, loop: AgentLoop | None = None
+) -> None:
     """Refuse (`PreflightError`) to resume a runs file asked with other settings, whatever
     its models: one file never mixes two configurations."""
-    wanted = run_settings(agreed)
+    wanted = run_settings(agreed, loop)
     for record in done:
         if record.settings is not None and record.settings != wanted:
             raise PreflightError(
