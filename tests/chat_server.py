@@ -89,6 +89,9 @@ def verdict_for(body: dict[str, Any], label: str = "correct") -> dict[str, Any]:
     if "category" not in schema["properties"]:  # a trajectory verdict
         problems = [] if label == "correct" else ["needless_call"]
         return {"reasoning": "fine", "verdict": label, "problems": problems}
+    if "answered" in schema["properties"]["category"]["enum"]:  # an answer verdict
+        category = "answered" if label == "correct" else "unanswered"
+        return {"reasoning": "fine", "verdict": label, "category": category}
     category = "right_call" if label == "correct" else "wrong_tool"
     actions = {"needed_action": "call_tool", "assistant_action": "call_tool"}
     decided = actions if "needed_action" in schema["properties"] else {}  # a small rubric

@@ -347,3 +347,17 @@ def test_vectorised_bootstrap_matches_scikit_learn_per_resample() -> None:
     found_low, found_high = bootstrap_interval(pairs)
     assert found_low == pytest.approx(low)
     assert found_high == pytest.approx(high)
+
+
+def test_the_gate_covers_the_answer_only_for_a_judge_of_answers(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    record = calibrated(server, tmp_path)
+    data = json.loads(record.read_text())
+    weak = dict(data["dimensions"]["selection"], kappa=0.1, ci_low=0.0, passed=False)
+    data["dimensions"]["answer"] = weak
+    record.write_text(json.dumps(data))
+    assert gated(server, tmp_path, record, "-o", str(tmp_path / "a.jsonl")).exit_code == 0
+    refused = gated(server, tmp_path, record, "--answers", "-o", str(tmp_path / "b.jsonl"))
+    assert refused.exit_code == 3
+    assert "answer kappa is 0.10" in refused.stderr

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from judge.cases._case import Case
-from judge.checks._outcome import ArgumentVerdict, SelectionVerdict
+from judge.checks._outcome import AnswerVerdict, ArgumentVerdict, SelectionVerdict
 from judge.checks._result import CaseResult
 from judge.judging._rubric import Combine
 from judge.judging._scored import feature, logit, platt, probability
@@ -132,12 +132,18 @@ def items_of(
         branch = "called" if case.tool_calls else "not_called"
         if dimension == "selection":
             found.append(_selection_item(label == "correct", branch, judged.selection))
+        elif dimension == "answer":  # the branch a scored answer rubric took: tools used or not
+            used = any(m.get("role") == "assistant" and m.get("tool_calls") for m in case.messages)
+            branch = "called" if used else "not_called"
+            found.append(_selection_item(label == "correct", branch, judged.answer))
         else:
             found.append(_arguments_item(label == "correct", branch, judged.arguments))
     return found
 
 
-def _selection_item(label: bool, branch: str, verdict: SelectionVerdict | None) -> Item | None:
+def _selection_item(
+    label: bool, branch: str, verdict: SelectionVerdict | AnswerVerdict | None
+) -> Item | None:
     if verdict is None or verdict.verdict == "uncertain":
         return None
     if verdict.source == "derived":

@@ -27,8 +27,18 @@ from judge.checks._result import CaseResult
 from judge.judging._cache import cache_key
 from judge.judging._rubric import Combine
 
-Dimension = Literal["selection", "arguments"]
+Dimension = Literal["selection", "arguments", "answer"]
 DIMENSIONS: tuple[Dimension, ...] = ("selection", "arguments")
+"""Always measured; `answer` too when the sample has answer labels."""
+
+
+def dimensions_of(cases: Iterable[Case]) -> tuple[Dimension, ...]:
+    """The dimensions a sample calibrates: selection and arguments, and the answer when
+    some case carries an answer label."""
+    answers = any(c.labels is not None and c.labels.answer is not None for c in cases)
+    return (*DIMENSIONS, "answer") if answers else DIMENSIONS
+
+
 LABELS = ("correct", "incorrect")
 MIN_PAIRS = 10
 """Fewer labelled pairs than this: no kappa is reported, only that the sample is too small."""
@@ -125,13 +135,18 @@ def judge_verdict(result: CaseResult, dimension: Dimension) -> tuple[str | None,
     verdict = judged.selection.verdict if dimension == "selection" and judged.selection else None
     if dimension == "arguments":
         verdict = judged.arguments_verdict
+    if dimension == "answer":
+        verdict = judged.answer.verdict if judged.answer else None
     if verdict == "uncertain":
         return None, "uncertain"
     return verdict, "no_verdict"
 
 
 def check_verdict(result: CaseResult, dimension: Dimension) -> tuple[str | None, str]:
-    """The deterministic checks as a verdict (`tool_selection`, `argument_values`)."""
+    """The deterministic checks as a verdict (`tool_selection`, `argument_values`; none for
+    the answer)."""
+    if dimension == "answer":
+        return None, "no_verdict"
     value = result.tool_selection if dimension == "selection" else result.argument_values
     return (None if value is None else "correct" if value else "incorrect"), "no_verdict"
 
@@ -251,7 +266,7 @@ def build_record(
     deterministic: dict[str, DimensionStats] = {}
     fitted: dict[str, Fitted] = {}
     confidence: dict[str, ConfidenceStats] = {}
-    for dimension in DIMENSIONS:
+    for dimension in dimensions_of(cases):
         pairs, excluded = pairs_of(cases, results, dimension)
         found = fit_dimension(
             cases, results, dimension, (defaults or {}).get(dimension, {}), coverage
@@ -332,12 +347,14 @@ def disagreements(cases: list[Case], results: list[CaseResult]) -> list[dict[str
         judged = result.judge
         if judged is None or judged.status != "ok" or case.labels is None:
             continue
-        for dimension in DIMENSIONS:
+        for dimension in dimensions_of([case]):
             label, (verdict, _) = getattr(case.labels, dimension), judge_verdict(result, dimension)
             if label is None or verdict is None or label == verdict:
                 continue
             if dimension == "selection" and judged.selection is not None:
                 reasoning = judged.selection.reasoning
+            elif dimension == "answer" and judged.answer is not None:
+                reasoning = judged.answer.reasoning
             else:
                 reasoning = " | ".join(
                     f"call {a.call}: {a.verdict}: {a.reasoning}" for a in judged.arguments
@@ -364,9 +381,16 @@ def load_record(path: str | Path) -> CalibrationRecord:
 
 
 def check_gate(
-    record: CalibrationRecord, fingerprint: dict[str, Any], *, strict: bool, source: str
+    record: CalibrationRecord,
+    fingerprint: dict[str, Any],
+    *,
+    strict: bool,
+    source: str,
+    answers: bool = True,
 ) -> None:
-    """Refuse a judge that differs from the calibrated one, or that did not earn trust."""
+    """Refuse a judge that differs from the calibrated one, or that did not earn trust. The
+    answer dimension counts only for a judge that judges answers (`answers`)."""
+    gated = {k: v for k, v in record.dimensions.items() if answers or k != "answer"}
     if fingerprint_sha256(fingerprint) != record.fingerprint_sha256:
         changed = sorted(
             k
@@ -378,11 +402,11 @@ def check_gate(
             f"{', '.join(changed)}): calibrate this judge, or pass --force"
         )
     if record.coverage is not None:
-        for name, stats in record.dimensions.items():
+        for name, stats in gated.items():
             if not stats.passed:
                 raise GateRefusal(f"{source}: {name}: {stats.note}; pass --force to run untrusted")
         return
-    for name, stats in record.dimensions.items():
+    for name, stats in gated.items():
         if stats.kappa is None:
             raise GateRefusal(
                 f"{source}: {name} has no kappa ({stats.degenerate}); label a "

@@ -54,7 +54,19 @@ TrajectoryProblem = Literal[
     "wrong_target",
     "policy_violation",
 ]
+AnswerCategory = Literal[
+    "answered",
+    "right_refusal",
+    "right_ask",
+    "unanswered",
+    "unsupported_fact",
+    "fabricated_action",
+    "wrong_refusal",
+    "needless_ask",
+    "contradicts_reference",
+]
 SELECTION_CATEGORIES: tuple[str, ...] = get_args(SelectionCategory)
+ANSWER_CATEGORIES: tuple[str, ...] = get_args(AnswerCategory)
 ARGUMENT_PROBLEMS: tuple[str, ...] = get_args(ArgumentProblem)
 TRAJECTORY_PROBLEMS: tuple[str, ...] = get_args(TrajectoryProblem)
 
@@ -102,6 +114,29 @@ class TrajectoryVerdict(BaseModel):
     escalated: bool = False
     """Decided by the escalation judge (`JudgeOutcome.escalation`), the first having
     abstained."""
+
+
+class AnswerVerdict(BaseModel):
+    """Whether the text a response (or an agent run) ends with is a right answer: it answers
+    the request, states only what the conversation and the tool results support, claims no
+    action that did not happen, and refuses or asks only where it should."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reasoning: str
+    verdict: SelectionLabel
+    category: AnswerCategory
+    source: Literal["judge", "derived"] = "judge"
+    """Always `judge`: an answer is never decided without asking."""
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The judge's probability that this label is right (as for selection)."""
+    confidence_source: ConfidenceSource = "none"
+    leaning: Leaning | None = None
+    """An `uncertain` verdict: the label the judge gave before it abstained."""
+    escalated: bool = False
+    """Decided by the escalation judge, the first having abstained."""
+    features: dict[str, float] | None = None
+    """A scored rubric's evidence: each question's probability of `yes`."""
 
 
 class ArgumentVerdict(BaseModel):
@@ -199,6 +234,9 @@ class JudgeOutcome(BaseModel):
     arguments: tuple[ArgumentVerdict, ...] = ()
     trajectory: TrajectoryVerdict | None = None
     """With `trajectory=True` (`judge grade --trajectory`): the verdict on the whole path."""
+    answer: AnswerVerdict | None = None
+    """With `answers=True` (`judge grade --answers`, `judge run --judge`): the verdict on the
+    text the response ends with, when it ends in text."""
     samples: int = 1
     flip_rate: float | None = None
     """Share of samples that disagree with the majority verdict (with `samples` > 1)."""
@@ -237,14 +275,15 @@ class JudgeOutcome(BaseModel):
 
     @property
     def passed(self) -> bool | None:
-        """The judge passed the case: selection correct and no call's arguments incorrect.
-        None unless the status is `ok`, and None when an uncertain verdict decides it."""
+        """The judge passed the case: selection correct, no call's arguments incorrect, and
+        the answer (when it was judged) correct. None unless the status is `ok`, and None when
+        an uncertain verdict decides it."""
         if self.status != "ok":
             return None
         selection = self.selection.verdict if self.selection is not None else "incorrect"
-        arguments = self.arguments_verdict
-        if selection == "incorrect" or arguments == "incorrect":
+        verdicts = (selection, self.arguments_verdict, self.answer and self.answer.verdict)
+        if "incorrect" in verdicts:
             return False
-        if selection == "uncertain" or arguments == "uncertain":
+        if "uncertain" in verdicts:
             return None
         return True

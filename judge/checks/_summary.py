@@ -23,6 +23,8 @@ class JudgeSummary:
     selection: Counter[str] = field(default_factory=Counter)
     arguments: Counter[str] = field(default_factory=Counter)
     """Case-level arguments verdicts (`none` when no call verdict applies)."""
+    answer: Counter[str] = field(default_factory=Counter)
+    """Answer verdicts (`none` when the answer was not judged)."""
     agreement: dict[str, Counter[str]] = field(
         default_factory=lambda: {"selection": Counter(), "arguments": Counter()}
     )
@@ -64,6 +66,7 @@ class JudgeSummary:
         arguments = outcome.arguments_verdict or "none"
         self.selection[selection] += 1
         self.arguments[arguments] += 1
+        self.answer[outcome.answer.verdict if outcome.answer else "none"] += 1
         passed = outcome.passed
         if passed is None:
             self.uncertain += 1
@@ -88,6 +91,7 @@ class JudgeSummary:
             "status": dict(self.status),
             "selection": dict(self.selection),
             "arguments": dict(self.arguments),
+            "answer": dict(self.answer),
             "passed": self.passed,
             "failed": self.failed,
             "uncertain": self.uncertain,
@@ -110,7 +114,10 @@ class JudgeSummary:
         columns = ("correct", "incorrect", "uncertain", "none")
         for column in columns:
             table.add_column(column, justify="right")
-        for name, counts in (("selection", self.selection), ("arguments", self.arguments)):
+        rows = [("selection", self.selection), ("arguments", self.arguments)]
+        if set(self.answer) - {"none"}:
+            rows.append(("answer", self.answer))
+        for name, counts in rows:
             table.add_row(name, *(str(counts[c]) for c in columns))
         console.print(table)
         rate = self.pass_rate

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from judge._errors import InputError, JudgeError
-from judge.calibrate._record import CalibrationRecord, build_record, write_jsonl
+from judge.calibrate._record import CalibrationRecord, build_record, dimensions_of, write_jsonl
 from judge.calibrate._record import disagreements as find_disagreements
 from judge.calibrate._report import render_report
 from judge.cases._files import write_atomically
@@ -114,6 +114,8 @@ def calibrate_command(
     for error in loaded.errors:
         click.echo(f"judge calibrate: skipped {error}", err=True)
     cases = list(loaded)
+    if "answer" in dimensions_of(cases):  # answer labels: the answers are judged and measured
+        judge.answers = judge.rubrics.answer is not None
     try:
         graded, probed = asyncio.run(_grade_all(judge, cases, probes or []))
     except JudgeEndpointError as exc:

@@ -34,7 +34,11 @@ from judge.cli._judge_options import (
     judge_for,
     judge_options,
 )
-from judge.cli._matching import judge_trajectory_option, trajectory_options
+from judge.cli._matching import (
+    judge_answers_option,
+    judge_trajectory_option,
+    trajectory_options,
+)
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._plan import Plan, plan
@@ -61,6 +65,7 @@ from judge.judging._rubric import load_rubrics
     "--price-per-mtok", type=float, help="USD per million prompt tokens, to price a --dry-run."
 )
 @judge_trajectory_option
+@judge_answers_option
 @trajectory_options
 @summary_format_option
 @click.option(

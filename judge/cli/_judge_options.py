@@ -275,7 +275,13 @@ def gate(
     if fingerprint_sha256(judge.fingerprint()) == record.fingerprint_sha256:
         apply_fitted(judge, record)  # fitted for this very judge, trusted or not
     try:
-        check_gate(record, judge.fingerprint(), strict=strict or record.strict, source=path)
+        check_gate(
+            record,
+            judge.fingerprint(),
+            strict=strict or record.strict,
+            source=path,
+            answers=judge.answers,
+        )
     except GateRefusal as exc:
         _refused(exc, force=force, command=command)
         return False

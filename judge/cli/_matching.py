@@ -21,6 +21,15 @@ judge_trajectory_option = click.option(
     "confirmation, steps in the wrong order) with the trajectory rubric.",
 )
 
+judge_answers_option = click.option(
+    "--answers",
+    is_flag=True,
+    help="Also judge the text a response ends with (when it ends in text) with the answer "
+    "rubric: does it answer the request, with only what the conversation and the tool results "
+    "support, claiming no action that did not happen (an optional expected_answer is given "
+    "as a reference).",
+)
+
 
 trajectory_options = stack_options(
     click.option(

@@ -386,6 +386,7 @@ def _judge(
             match=match,
             env=env,
             trajectory=agent_runs,
+            answers=True,
         )
     except JudgeError as exc:
         click.echo(f"judge {command}: {exc}", err=True)

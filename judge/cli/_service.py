@@ -15,7 +15,11 @@ from judge.cli._judge_options import (
     judge_for,
     judge_options,
 )
-from judge.cli._matching import judge_trajectory_option, trajectory_options
+from judge.cli._matching import (
+    judge_answers_option,
+    judge_trajectory_option,
+    trajectory_options,
+)
 from judge.service._schema import SCHEMA_NAMES, SchemaName, json_schema
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
@@ -54,6 +58,7 @@ def parse_size(ctx: click.Context, param: click.Parameter, value: str | int) -> 
     help="Batches with more cases get 422.",
 )
 @judge_trajectory_option
+@judge_answers_option
 @trajectory_options
 @click.option(
     "--log-level",

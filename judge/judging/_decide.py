@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from judge.checks._kinds import FailureKind
 from judge.checks._outcome import (
     Agreement,
+    AnswerVerdict,
     ArgumentProblem,
     ArgumentVerdict,
     JudgeOutcome,
@@ -25,8 +26,8 @@ DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
 }
 
 
-V = TypeVar("V", SelectionVerdict, ArgumentVerdict, TrajectoryVerdict)
-A = TypeVar("A", SelectionVerdict, ArgumentVerdict)
+V = TypeVar("V", SelectionVerdict, ArgumentVerdict, TrajectoryVerdict, AnswerVerdict)
+A = TypeVar("A", SelectionVerdict, ArgumentVerdict, AnswerVerdict)
 
 
 def majority(answers: list[V]) -> tuple[V, float]:

@@ -25,6 +25,7 @@ from judge.checks._env import EnvironmentFactory
 from judge.checks._grounding import ungrounded_values
 from judge.checks._outcome import (
     DEFAULT_SEED,
+    AnswerVerdict,
     ArgumentVerdict,
     JudgeOutcome,
     Provenance,
@@ -64,6 +65,7 @@ from judge.judging._scored import (
     ANSWER_LOGPROBS,
     Ask,
     Fit,
+    answer_verdict,
     argument_verdict,
     asks,
     platt,
@@ -71,7 +73,7 @@ from judge.judging._scored import (
 )
 
 MAX_REASKS = 2
-V = TypeVar("V", SelectionVerdict, ArgumentVerdict)
+V = TypeVar("V", SelectionVerdict, ArgumentVerdict, AnswerVerdict)
 TOP_LOGPROBS = 5
 """Alternatives asked for each token of a JSON verdict (the label's share is read from them)."""
 _CONFIDENCE = "$confidence"  # where a cached reply keeps its verdicts' confidences
@@ -119,6 +121,7 @@ class Judge:
         logprobs: bool = True,
         abstain_below: float | dict[str, float] | None = None,
         escalation: Judge | None = None,
+        answers: bool = False,
     ) -> None:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
@@ -136,6 +139,8 @@ class Judge:
         self.env = env
         self.trajectory = trajectory and self.rubrics.trajectory is not None
         """Also judge the whole path of calls with the trajectory rubric."""
+        self.answers = answers and self.rubrics.answer is not None
+        """Also judge the text a response ends with, with the answer rubric."""
         self.reasoning_effort = reasoning_effort
         self.extra_body = dict(extra_body or {})
         self._format_choice = response_format
@@ -154,7 +159,9 @@ class Judge:
         self.trusted: bool | None = None
         """Set from a calibration record: False when its gate was overridden."""
         if isinstance(abstain_below, float | int):
-            abstain_below = dict.fromkeys(("selection", "arguments"), float(abstain_below))
+            abstain_below = dict.fromkeys(
+                ("selection", "arguments", "answer"), float(abstain_below)
+            )
         self.abstain_below: dict[str, float] | None = abstain_below
         """Per dimension: verdicts less sure than this (or with no confidence at all) become
         `uncertain`. Trajectory verdicts are never calibrated, so never abstained."""
@@ -204,6 +211,8 @@ class Judge:
         refs = self.rubrics.refs
         if self.trajectory and self.rubrics.trajectory is not None:
             refs = (*refs, self.rubrics.trajectory.ref)
+        if self.answers and self.rubrics.answer is not None:
+            refs = (*refs, self.rubrics.answer.ref)
         return refs
 
     def fingerprint(self) -> dict[str, Any]:
@@ -351,11 +360,16 @@ class Judge:
             selection = answered.selection
         arguments = sorted([*arguments, *answered.arguments], key=lambda a: a.call)
         trajectory, flips, error = answered.trajectory, answered.flips, answered.error
+        answer = answered.answer
         if self._platt:
             arguments = [self._recalibrated("arguments", a) for a in arguments]
             if selection is not None:
                 selection = self._recalibrated("selection", selection)
+            if answer is not None:
+                answer = self._recalibrated("answer", answer)
         cuts = self.abstain_below or {}
+        if "answer" in cuts and answer is not None:
+            answer = abstained(answer, cuts["answer"])
         if "arguments" in cuts:
             arguments = [abstained(a, cuts["arguments"]) for a in arguments]
         if "selection" in cuts and selection is not None:
@@ -369,6 +383,7 @@ class Judge:
             selection=selection,
             arguments=tuple(arguments),
             trajectory=trajectory,
+            answer=answer,
             samples=self.samples,
             flip_rate=(sum(flips) / len(flips)) if self.samples > 1 and flips else None,
             error=str(error) if error else None,
@@ -395,6 +410,8 @@ class Judge:
                     continue
                 if isinstance(scored, SelectionVerdict):
                     found.selection = scored
+                elif isinstance(scored, AnswerVerdict):
+                    found.answer = scored
                 else:
                     found.arguments.extend(scored)
                 continue
@@ -410,6 +427,9 @@ class Judge:
                 found.flips.append(flip)
             elif question.dimension == "trajectory":
                 found.trajectory, flip = majority(answers)
+                found.flips.append(flip)
+            elif question.dimension == "answer":
+                found.answer, flip = majority(answers)
                 found.flips.append(flip)
             else:
                 for verdict, flip in majority_arguments(answers):
@@ -468,6 +488,7 @@ class Judge:
             self.rubrics,
             judge_broken=self.judge_broken,
             trajectory=self.trajectory,
+            answers=self.answers,
         )
 
     async def is_cached(self, question: Question, sample: int) -> bool:
@@ -497,7 +518,7 @@ class Judge:
 
     async def _ask_scored(
         self, question: Question, tally: Counter[str]
-    ) -> SelectionVerdict | list[ArgumentVerdict]:
+    ) -> SelectionVerdict | AnswerVerdict | list[ArgumentVerdict]:
         """A scored rubric's verdicts: each of its questions answered with one token."""
         rubric = question.rubric
         found: dict[int | None, dict[str, float]] = {}
@@ -505,6 +526,8 @@ class Judge:
             found.setdefault(ask.call, {})[ask.id] = await self._answer(rubric, ask, tally)
         fit = self._fits.get(question.dimension)
         unused = float(question.unused)
+        if question.dimension == "answer":
+            return answer_verdict(rubric, found.get(None, {}), bool(question.calls), fit)
         if question.dimension == "selection":
             counts = {"ungrounded": float(sum(question.ungrounded)), "unused": unused}
             return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
@@ -652,6 +675,7 @@ class Answered:
     selection: SelectionVerdict | None = None
     arguments: list[ArgumentVerdict] = field(default_factory=list)
     trajectory: TrajectoryVerdict | None = None
+    answer: AnswerVerdict | None = None
     flips: list[float] = field(default_factory=list)
     error: ReplyError | None = None
 

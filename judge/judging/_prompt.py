@@ -60,6 +60,7 @@ def rubric_variables(case: Case, checked: CaseResult) -> dict[str, Any]:
         ],
         "ungrounded": [u.model_dump() for u in checked.ungrounded_values or ()],
         "steps": [],
+        "expected_answer": case.expected_answer,
     }
 
 

@@ -10,11 +10,21 @@ from typing import Any, Literal
 from judge.cases._case import Case
 from judge.checks._grounding import unused_user_values
 from judge.checks._kinds import FailureKind
-from judge.checks._outcome import ArgumentVerdict, SelectionVerdict, TrajectoryVerdict
+from judge.checks._outcome import (
+    AnswerVerdict,
+    ArgumentVerdict,
+    SelectionVerdict,
+    TrajectoryVerdict,
+)
 from judge.checks._result import CaseResult, Failure
 from judge.judging._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
 from judge.judging._prompt import response_failures, rubric_variables, trajectory_steps
-from judge.judging._replies import arguments_schema, selection_schema, trajectory_schema
+from judge.judging._replies import (
+    answer_schema,
+    arguments_schema,
+    selection_schema,
+    trajectory_schema,
+)
 from judge.judging._rubric import Rubric, RubricSet
 
 
@@ -22,7 +32,7 @@ from judge.judging._rubric import Rubric, RubricSet
 class Question:
     """One request a case needs (asked `samples` times)."""
 
-    dimension: Literal["selection", "arguments", "trajectory"]
+    dimension: Literal["selection", "arguments", "trajectory", "answer"]
     rubric: Rubric
     messages: list[dict[str, str]]
     schema: dict[str, Any]
@@ -51,6 +61,7 @@ def questions_for(
     *,
     judge_broken: bool = False,
     trajectory: bool = False,
+    answers: bool = False,
 ) -> Questions:
     """The verdicts decided without asking, and the questions left for the judge."""
     variables = rubric_variables(case, checked)
@@ -132,7 +143,27 @@ def questions_for(
                 (),
             )
         )
+    if answers and rubrics.answer is not None and ends_in_text(case):
+        rubric = rubrics.answer
+        used = any(m.get("role") == "assistant" and m.get("tool_calls") for m in case.messages)
+        questions.append(
+            Question(
+                "answer",
+                rubric,
+                rubric.render(variables),
+                {} if rubric.scored else answer_schema(rubric.reasoning_max_length),
+                (0,) if used else (),  # a scored rubric's branch: tools were used, or not
+            )
+        )
     return Questions(selection, derived, questions)
+
+
+def ends_in_text(case: Case) -> bool:
+    """The response is text without calls: an answer to judge."""
+    response = case.response
+    return (
+        response is not None and not response.tool_calls and bool((response.content or "").strip())
+    )
 
 
 _OURS = ("source", "confidence", "confidence_source", "leaning", "escalated", "features")
@@ -153,6 +184,8 @@ def parser(question: Question) -> Callable[[Any], Any]:
     labels = question.rubric.labels
     if question.dimension == "trajectory":
         return lambda data: TrajectoryVerdict.model_validate(_asked(data, labels))
+    if question.dimension == "answer":
+        return lambda data: AnswerVerdict.model_validate(_asked(data, labels))
     if question.dimension == "selection":
         if question.rubric.decide_action:
             return lambda data: settle_selection(_asked(data, labels), called=bool(question.calls))

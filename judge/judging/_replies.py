@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.checks._outcome import ARGUMENT_PROBLEMS, SELECTION_CATEGORIES, TRAJECTORY_PROBLEMS
+from judge.checks._outcome import (
+    ANSWER_CATEGORIES,
+    ARGUMENT_PROBLEMS,
+    SELECTION_CATEGORIES,
+    TRAJECTORY_PROBLEMS,
+)
 
 ACTIONS = ("call_tool", "ask_user", "answer_directly")
 
@@ -51,6 +56,17 @@ def trajectory_schema(max_reasoning: int | None) -> dict[str, Any]:
                 "type": "array",
                 "items": {"type": "string", "enum": list(TRAJECTORY_PROBLEMS)},
             },
+        }
+    )
+
+
+def answer_schema(max_reasoning: int | None) -> dict[str, Any]:
+    """The reply schema of an answer verdict."""
+    return _object(
+        {
+            "reasoning": _text(max_reasoning),
+            "verdict": {"type": "string", "enum": ["correct", "incorrect"]},
+            "category": {"type": "string", "enum": list(ANSWER_CATEGORIES)},
         }
     )
 

@@ -5,7 +5,7 @@ A rubric file starts with a header between `+++` lines, then defines two blocks:
     +++
     name = "selection"
     version = "1.0"
-    dimension = "selection"          # or "arguments", or "trajectory"
+    dimension = "selection"          # or "arguments", "trajectory", "answer"
     labels = ["correct", "incorrect"]
     +++
     {% block system %}...{% endblock %}
@@ -31,11 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from judge._errors import JudgeError
 from judge.checks._outcome import RubricRef
 
-Dimension = Literal["selection", "arguments", "trajectory"]
+Dimension = Literal["selection", "arguments", "trajectory", "answer"]
 _LABELS: dict[str, tuple[str, ...]] = {
     "selection": ("correct", "incorrect"),
     "arguments": ("correct", "incorrect", "not_applicable"),
     "trajectory": ("correct", "incorrect"),
+    "answer": ("correct", "incorrect"),
 }
 # What every rubric may use; anything else is refused when the rubric is loaded.
 VARIABLES = frozenset(
@@ -49,6 +50,7 @@ VARIABLES = frozenset(
         "findings",
         "ungrounded",
         "steps",
+        "expected_answer",
     )
 )
 
@@ -217,6 +219,8 @@ class RubricSet:
     arguments: Rubric
     trajectory: Rubric | None = None
     """Asked only when trajectories are judged; the built-in one when a folder has none."""
+    answer: Rubric | None = None
+    """Asked only when answers are judged; the built-in one when a folder has none."""
 
     @property
     def refs(self) -> tuple[RubricRef, ...]:
@@ -224,7 +228,7 @@ class RubricSet:
 
     @property
     def all(self) -> tuple[Rubric, ...]:
-        extra = (self.trajectory,) if self.trajectory is not None else ()
+        extra = tuple(r for r in (self.trajectory, self.answer) if r is not None)
         return (self.selection, self.arguments, *extra)
 
     def named(self, name: str) -> Rubric:
@@ -260,12 +264,16 @@ def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") 
     missing = [d for d in ("selection", "arguments") if d not in found]
     if missing:
         raise RubricError(f"{folder}: no rubric for {', '.join(missing)} (*.j2 files)")
-    trajectory = found.get("trajectory")
-    if trajectory is None:
-        shipped = builtin_rubrics_dir("default") / "trajectory.j2"
-        trajectory = load_rubric(shipped) if shipped.is_file() else None
+    for dimension in ("trajectory", "answer"):
+        if dimension not in found:
+            shipped = builtin_rubrics_dir("default") / f"{dimension}.j2"
+            if shipped.is_file():
+                found[dimension] = load_rubric(shipped)
     return RubricSet(
-        selection=found["selection"], arguments=found["arguments"], trajectory=trajectory
+        selection=found["selection"],
+        arguments=found["arguments"],
+        trajectory=found.get("trajectory"),
+        answer=found.get("answer"),
     )
 
 

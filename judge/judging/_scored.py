@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 
 from judge.checks._outcome import (
+    AnswerCategory,
+    AnswerVerdict,
     ArgumentProblem,
     ArgumentVerdict,
     SelectionCategory,
@@ -141,6 +143,32 @@ def selection_verdict(
         confidence=p if correct else 1 - p,
         confidence_source="logprobs",
         features={**answers, **counts},
+    )
+
+
+def answer_verdict(
+    rubric: Rubric, answers: dict[str, float], used_tools: bool, fitted: Fit | None = None
+) -> AnswerVerdict:
+    """The answer verdict of a scored rubric. The category comes from the answers to
+    `claims_action`, `supported` and `answers_request`, where the rubric has them."""
+    combine, threshold = _decision(rubric, "called" if used_tools else "not_called", fitted)
+    p = probability(combine, answers)
+    correct = p >= threshold
+    category: AnswerCategory = "answered"
+    if not correct:
+        if answers.get("claims_action", 0.0) >= 0.5:
+            category = "fabricated_action"
+        elif answers.get("supported", 1.0) < 0.5:
+            category = "unsupported_fact"
+        else:
+            category = "unanswered"
+    return AnswerVerdict(
+        reasoning=_described(rubric, answers, {}, p, threshold),
+        verdict="correct" if correct else "incorrect",
+        category=category,
+        confidence=p if correct else 1 - p,
+        confidence_source="logprobs",
+        features=dict(answers),
     )
 
 
