@@ -278,3 +278,61 @@ def test_a_killed_agent_run_resumes_from_the_start_of_unfinished_runs(tmp_path: 
     final = lines(out)
     assert sorted(r["case_id"] for r in final) == ["r0", "r1", "r2", "r3"]
     assert all(r["passed"] and len(r["transcript"]) == 7 for r in final)
+
+
+def test_the_readme_example_compares_two_scripted_agents(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = ROOT / "examples" / "refunds" / "scripted_agents.py"
+    server = subprocess.Popen(
+        [sys.executable, str(script), "--port", str(port)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None and "scripted agents" in server.stdout.readline()
+        out = tmp_path / "agent-runs.jsonl"
+        result = CliRunner().invoke(main, [
+            "run", str(ROOT / "examples" / "refunds" / "cases.jsonl"),
+            "--models", "careful,reckless", "--base-url", f"http://127.0.0.1:{port}/v1",
+            "--env", ENV, "-o", str(out), "--format", "json",
+        ])  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rates = {m["model"]: m["pass_rate"]["value"] for m in report["models"]}
+    assert rates == {"careful": 1.0, "reckless": 0.125}  # reckless passes the no-refund case
+    assert not [w for w in report["warnings"] if "settings" in w or "failed" in w]
+    reckless = records(out)[("reckless", "ineligible-refund-attempted")]
+    assert (
+        reckless["final_answer"] == "Your refund has been issued."
+    )  # what the answer rubric is for
+
+
+def test_an_environment_that_fails_is_that_runs_error(shop: AgentServer, tmp_path: Path) -> None:
+    module = tmp_path / "broken_env.py"
+    module.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'examples' / 'refunds')!r})\n"
+        "from environment import make_environment\n"
+        "def factory(case):\n"
+        "    if case.id == 'refund':\n"
+        "        raise RuntimeError('no database')\n"
+        "    return make_environment(case)\n"
+    )
+    cases = write(tmp_path / "c.jsonl", REFUND, STATUS)
+    out = tmp_path / "runs.jsonl"
+    result = run(
+        shop, cases, "--models", "agent/good", "--env", f"{module}:factory", "-o", str(out)
+    )
+    assert result.exit_code == 0, result.stderr
+    got = records(out)
+    assert got[("agent/good", "refund")]["error"] == (
+        "the agent run failed: RuntimeError: no database"
+    )
+    assert got[("agent/good", "status")]["passed"] is True  # the batch went on

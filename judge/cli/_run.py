@@ -366,8 +366,9 @@ def _judge(
     env: EnvironmentFactory | None = None,
     agent_runs: bool = False,
 ) -> Judge | None:
-    """The judge asked for (--judge), past the calibration gate when a record is given;
-    agent runs are judged on their whole path too (the trajectory rubric)."""
+    """The judge asked for (--judge), past the calibration gate when a record is given. It
+    judges the answers responses end with, and agent runs' whole paths (the trajectory
+    rubric)."""
     calibration = options["calibration"]
     if not options["use_judge"]:
         if calibration:

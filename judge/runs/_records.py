@@ -73,7 +73,8 @@ class RunRecord(BaseModel):
     settings: dict[str, Any] | None = None
     """The settings agreed for the whole run, the same in every record of it: every request
     field but model, messages and tools (a case without tools is sent without `tool_choice`;
-    `seed` is run 1's, run r was sent `seed + r - 1`)."""
+    `seed` is run 1's, run r was sent `seed + r - 1`), and for agent runs the loop's
+    `max_steps`, `env` and `agent`."""
 
     @property
     def key(self) -> Key:

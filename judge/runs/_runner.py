@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import orjson
 
@@ -21,7 +21,7 @@ from judge.cases._case import Case, Tool
 from judge.cases._match import Match
 from judge.cases._text_calls import with_text_calls
 from judge.checks._check import check_case
-from judge.checks._env import EnvironmentFactory, new_environment
+from judge.checks._env import Environment, EnvironmentFactory, new_environment
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
@@ -297,11 +297,12 @@ class Runner:
                 seen[:] = [*after, message]
             return message
 
-        env = new_environment(loop.env, case) if loop.env is not None else None
+        env: Environment | None = None
         transcript = Transcript()
-        stop: str | None = "answer"
+        stop: Literal["answer", "step_limit"] | None = "answer"
         error: str | None = None
         try:
+            env = new_environment(loop.env, case) if loop.env is not None else None
             if loop.agent is None:
                 assert env is not None, "the built-in loop needs an environment"
                 await built_in_loop(case, chat, env, transcript)
@@ -331,7 +332,7 @@ class Runner:
             response=bodies[-1] if bodies else None,
             transcript=transcript.messages,
             steps=len(spent),
-            stop=stop,  # type: ignore[arg-type]
+            stop=stop,
             final_answer=final_answer(transcript.messages) if stop == "answer" else None,
             final_state=final_state,
             tool_errors=tuple(transcript.tool_errors),
