@@ -292,3 +292,23 @@ def test_an_unknown_schema_name_is_refused() -> None:
     result = CliRunner().invoke(main, ["schema", "verdict"])
     assert result.exit_code == 2
     assert "case" in result.output and "calibration" in result.output
+
+
+def test_agent_run_records_fit_the_run_schema(tmp_path: Path) -> None:
+    from tests.agent_server import agent_server
+    from tests.test_agent_runs import ENV, REFUND, STATUS, run, write
+
+    cases = write(tmp_path / "c.jsonl", REFUND, STATUS)
+    out = tmp_path / "runs.jsonl"
+    with agent_server() as shop:
+        args = ("--models", "agent/good,agent/loop", "--env", ENV, "--max-steps", "3")
+        assert run(shop, cases, *args, "-o", str(out)).exit_code == 0
+    validator = schema("run")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["stop"] for r in rows} == {"answer", "step_limit"}
+    for row in rows:
+        assert problems(validator, row) == [], row["case_id"]
+    assert problems(validator, {**rows[0], "stop": "bored"}) != []
+    assert {"transcript", "final_state", "call_scores", "tool_assertions"} <= set(
+        validator.schema["properties"]
+    )

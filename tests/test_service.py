@@ -599,3 +599,14 @@ def test_an_app_without_a_judge_checks_and_answers_503_for_the_judge() -> None:
         for reply in (http.post("/v1/grade", json=[paris("a")]), http.get("/v1/rubrics")):
             assert reply.status_code == 503
             assert reply.json()["detail"] == "this service runs no judge"
+
+
+def test_the_service_grades_tool_assertions_and_partial_credit(client: httpx.Client) -> None:
+    avoided = paris("avoid") | {"assert_tools": {"avoided": ["get_weather"]}}
+    reply = client.post("/v1/check", json=[paris("good"), avoided])
+    assert reply.status_code == 200
+    good, bad = reply.json()["results"]
+    assert good["call_scores"] == {"matched": 1, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert good["tool_assertions"] is None
+    assert (bad["tool_assertions"], bad["passed"]) == (False, False)
+    assert [f["kind"] for f in bad["failures"]] == ["ForbiddenCall"]

@@ -17,9 +17,10 @@ from judge.calibrate._record import CalibrationRecord
 from judge.cases._case import Case
 from judge.cases._form import MATCH_MODES
 from judge.checks._result import CaseResult
+from judge.runs._records import RunRecord
 
-SchemaName = Literal["case", "result", "calibration"]
-SCHEMA_NAMES: tuple[SchemaName, ...] = ("case", "result", "calibration")
+SchemaName = Literal["case", "result", "run", "calibration"]
+SCHEMA_NAMES: tuple[SchemaName, ...] = ("case", "result", "run", "calibration")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 _TEXT_OR_NULL = {"type": ["string", "null"]}
@@ -33,11 +34,17 @@ _CALL_ARGUMENTS = {
 
 
 def json_schema(name: SchemaName) -> dict[str, Any]:
-    """The JSON Schema of one format: `case`, `result` or `calibration`."""
+    """The JSON Schema of one format: `case`, `result`, `run` or `calibration`."""
     if name == "case":
         schema = _case_schema()
     elif name == "result":
         schema = _result_schema()
+    elif name == "run":
+        schema = RunRecord.model_json_schema(mode="serialization")
+        schema["description"] = (
+            "One line of a `judge run` runs file: one (model, case, run), with an agent run's "
+            "transcript, steps, stop, final_answer, final_state, tool_errors and requests."
+        )
     elif name == "calibration":
         schema = CalibrationRecord.model_json_schema(mode="serialization")
         schema["description"] = (
