@@ -111,12 +111,7 @@ def call_scores(matched: int, calls: int, expected: int) -> dict[str, Any] | Non
     precision = matched / calls if calls else 0.0
     recall = matched / expected
     f1 = 2 * precision * recall / (precision + recall) if matched else 0.0
-    return {
-        "matched": matched,
-        "precision": round(precision, 4),
-        "recall": round(recall, 4),
-        "f1": round(f1, 4),
-    }
+    return {"matched": matched, "precision": precision, "recall": recall, "f1": f1}
 
 
 def verdicts(
