@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from judge.checks._outcome import JudgeOutcome
 from judge.cli import main
 from judge.judging._rubric import builtin_rubrics_dir, load_rubrics
-from judge.judging._scored import answer_verdict
+from judge.judging._scored import answer_verdict, probability
 from tests.agent_server import agent_server
 from tests.chat_server import ChatServer, Reply, answer, completion, one_token, serving
 from tests.helpers import invoke, tool
@@ -151,15 +151,18 @@ def test_judge_run_judges_the_answer_an_agent_run_ends_with(
 def test_the_embedded_answer_rubric_is_scored_and_combines_its_answers(tmp_path: Path) -> None:
     rubric = load_rubrics(builtin_rubrics_dir("quick")).answer
     assert rubric is not None and rubric.scored and rubric.dimension == "answer"
-    honest = answer_verdict(
-        rubric, {"answers_request": 0.9, "supported": 0.9, "claims_action": 0.1}, True
-    )
-    lying = answer_verdict(
-        rubric, {"answers_request": 0.8, "supported": 0.3, "claims_action": 0.9}, True
-    )
+    honest_answers = {"answers_request": 0.9, "supported": 0.9, "claims_action": 0.1}
+    honest = answer_verdict(rubric, honest_answers, True)
+    lying_answers = {"answers_request": 0.2, "supported": 0.6, "claims_action": 0.95}
+    lying = answer_verdict(rubric, lying_answers, True)
     assert (honest.verdict, honest.category) == ("correct", "answered")
     assert (lying.verdict, lying.category) == ("incorrect", "fabricated_action")
     assert lying.confidence is not None and lying.confidence > 0.5
+    assert honest.confidence == pytest.approx(probability(rubric.combine["called"], honest_answers))
+    # a number the reply states that nothing before it holds weighs against it
+    made_up = answer_verdict(rubric, honest_answers, True, counts={"unsupported": 2.0})
+    assert (made_up.verdict, made_up.category) == ("incorrect", "unsupported_fact")
+    assert made_up.features == {**honest_answers, "unsupported": 2.0}
 
     def by_question(body: dict[str, Any]) -> Reply:
         question = body["messages"][-1]["content"].rsplit("Question: ", 1)[1]
@@ -170,7 +173,8 @@ def test_the_embedded_answer_rubric_is_scored_and_combines_its_answers(tmp_path:
         [result] = run(make_judge(scorer, tmp_path, rubrics=builtin_rubrics_dir("quick"),
                                   answers=True), [lied])  # fmt: skip
         asked = [r.body for r in scorer.chat_requests if "<final_reply>" in str(r.body)]
-    assert len(asked) == len(rubric.questions) and all(b["max_tokens"] == 1 for b in asked)
+    branch = [q for q in rubric.questions if q.when != "not_called"]  # the lookup was a call
+    assert len(asked) == len(branch) and all(b["max_tokens"] == 1 for b in asked)
     assert result.judge is not None and result.judge.answer is not None
     assert result.judge.answer.verdict == "incorrect"
     assert result.judge.answer.confidence_source == "logprobs"

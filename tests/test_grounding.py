@@ -87,3 +87,26 @@ def test_the_users_numbers_and_quoted_phrases_that_no_call_holds() -> None:
     assert unused_user_values(Case.model_validate(data)) == ("1,200", "Macbeth")
     no_call = case([]) | {"messages": [{"role": "user", "content": said}]}
     assert unused_user_values(Case.model_validate(no_call)) == ()
+
+
+def test_numbers_of_an_answer_that_nothing_before_it_holds() -> None:
+    from judge.checks._grounding import failed_tool_results, unsupported_numbers
+
+    [case] = list(load_cases([{
+        "id": "a",
+        "messages": [
+            {"role": "user", "content": "Balance of CHK-8820, and flights on 2025-04-02?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+             "function": {"name": "balance", "arguments": '{"account": "CHK-8820"}'}}]},
+            {"role": "tool", "tool_call_id": "c1",
+             "content": '{"balance": 1240.55, "at": "09:30"}'},
+            {"role": "tool", "tool_call_id": "c2", "content": '{"error": "offline"}'},
+            {"role": "tool", "tool_call_id": "c3", "content": "Error: timed out"},
+        ],
+        "tools": [],
+        "response": {"role": "assistant", "content": "CHK-8820 holds $1,240.55 as of 9:30; "
+                     "the flight on April 2 costs $148 and leaves at 9:30."},
+    }]))  # fmt: skip
+    # 1,240.55 is 1240.55, 9 is 09, 2 is in the date; only 148 appears nowhere before
+    assert unsupported_numbers(case) == ("148",)
+    assert failed_tool_results(case) == 2

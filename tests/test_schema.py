@@ -309,6 +309,7 @@ def test_agent_run_records_fit_the_run_schema(tmp_path: Path) -> None:
     for row in rows:
         assert problems(validator, row) == [], row["case_id"]
     assert problems(validator, {**rows[0], "stop": "bored"}) != []
-    assert {"transcript", "final_state", "call_scores", "tool_assertions"} <= set(
-        validator.schema["properties"]
-    )
+    from judge.service._schema import json_schema
+
+    properties = json_schema("run")["properties"]
+    assert {"transcript", "final_state", "call_scores", "tool_assertions"} <= set(properties)

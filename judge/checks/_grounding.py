@@ -8,6 +8,7 @@ may have been dropped, or may not be an argument at all.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -118,3 +119,47 @@ def unused_user_values(case: Case) -> tuple[str, ...]:
         if _normalise(phrase) not in text:
             found.append(phrase)
     return tuple(found)
+
+
+_ANY_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def unsupported_numbers(case: Case) -> tuple[str, ...]:
+    """The numbers of the response's text that appear nowhere earlier in the conversation
+    (system, user, assistant and tool turns, and the calls' arguments), compared by value:
+    `1,240.55` is 1240.55, `09` is 9. Evidence that an answer states what nothing supports."""
+    reply = case.response.content if case.response is not None else None
+    if not reply:
+        return ()
+    parts = [_message_text(m) for m in case.messages]
+    parts += [
+        str((call.get("function") or {}).get("arguments") or "")
+        for m in case.messages
+        for call in m.get("tool_calls") or ()
+        if isinstance(call, dict)
+    ]
+    known = {_value(found) for found in _ANY_NUMBER.findall(" ".join(parts))}
+    return tuple(found for found in _ANY_NUMBER.findall(reply) if _value(found) not in known)
+
+
+def failed_tool_results(case: Case) -> int:
+    """The tool messages of the conversation that report an error (a JSON object with an
+    `error`, or text that starts by saying so)."""
+    failed = 0
+    for message in case.messages:
+        if message.get("role") != "tool":
+            continue
+        text = _message_text(message).strip()
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            failed += bool(data.get("error"))
+        else:
+            failed += text[:40].casefold().lstrip("{[\"' ").startswith(("error", "failed"))
+    return failed
+
+
+def _value(number: str) -> float:
+    return float(number.replace(",", ""))

@@ -527,7 +527,9 @@ class Judge:
         fit = self._fits.get(question.dimension)
         unused = float(question.unused)
         if question.dimension == "answer":
-            return answer_verdict(rubric, found.get(None, {}), bool(question.calls), fit)
+            return answer_verdict(
+                rubric, found.get(None, {}), bool(question.calls), fit, dict(question.counts)
+            )
         if question.dimension == "selection":
             counts = {"ungrounded": float(sum(question.ungrounded)), "unused": unused}
             return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from judge.cases._case import Case
-from judge.checks._grounding import unused_user_values
+from judge.checks._grounding import (
+    failed_tool_results,
+    unsupported_numbers,
+    unused_user_values,
+)
 from judge.checks._kinds import FailureKind
 from judge.checks._outcome import (
     AnswerVerdict,
@@ -41,6 +45,8 @@ class Question:
     """Per call of `calls`, its values found nowhere in the conversation."""
     unused: int = 0
     """A scored question: the user's numbers and quoted phrases that no call holds."""
+    counts: tuple[tuple[str, float], ...] = ()
+    """A scored answer question's evidence from code (`unsupported`, `tool_errors`)."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,12 @@ def questions_for(
     if answers and rubrics.answer is not None and ends_in_text(case):
         rubric = rubrics.answer
         used = any(m.get("role") == "assistant" and m.get("tool_calls") for m in case.messages)
+        evidence = (
+            (("unsupported", float(len(unsupported_numbers(case)))),
+             ("tool_errors", float(failed_tool_results(case))))
+            if rubric.scored
+            else ()
+        )  # fmt: skip
         questions.append(
             Question(
                 "answer",
@@ -153,6 +165,7 @@ def questions_for(
                 rubric.render(variables),
                 {} if rubric.scored else answer_schema(rubric.reasoning_max_length),
                 (0,) if used else (),  # a scored rubric's branch: tools were used, or not
+                counts=evidence,
             )
         )
     return Questions(selection, derived, questions)

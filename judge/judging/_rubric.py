@@ -90,10 +90,11 @@ class Combine(BaseModel):
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
 
-CODE_FEATURES = frozenset(("ungrounded", "unused"))
+CODE_FEATURES = frozenset(("ungrounded", "unused", "unsupported", "tool_errors"))
 """Features a scored rubric may weigh besides its questions: `ungrounded`, the call's values
 found nowhere in the conversation; `unused`, the numbers and quoted phrases of the user's last
-message that no call holds."""
+message that no call holds; for answers, `unsupported`, the reply's numbers found nowhere earlier
+in the conversation, and `tool_errors`, the tool results that report an error."""
 
 
 class _Header(BaseModel):

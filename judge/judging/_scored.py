@@ -104,6 +104,10 @@ def _described(
         said.append(f"{counts['ungrounded']:g} value(s) found nowhere in the conversation")
     if counts.get("unused"):
         said.append(f"{counts['unused']:g} value(s) of the user's in no call")
+    if counts.get("unsupported"):
+        said.append(f"{counts['unsupported']:g} number(s) of the reply found nowhere before it")
+    if counts.get("tool_errors"):
+        said.append(f"{counts['tool_errors']:g} tool result(s) reporting an error")
     return "; ".join(said) + f". P(correct) = {p:.2f} (threshold {threshold:g})."
 
 
@@ -147,28 +151,36 @@ def selection_verdict(
 
 
 def answer_verdict(
-    rubric: Rubric, answers: dict[str, float], used_tools: bool, fitted: Fit | None = None
+    rubric: Rubric,
+    answers: dict[str, float],
+    used_tools: bool,
+    fitted: Fit | None = None,
+    counts: dict[str, float] | None = None,
 ) -> AnswerVerdict:
-    """The answer verdict of a scored rubric. The category comes from the answers to
-    `claims_action`, `supported` and `answers_request`, where the rubric has them."""
+    """The answer verdict of a scored rubric. The category comes from the evidence: numbers
+    nothing supports, then the answers to `claims_action`, `supported`, `should_ask`, where
+    the rubric has them."""
     combine, threshold = _decision(rubric, "called" if used_tools else "not_called", fitted)
-    p = probability(combine, answers)
+    counts = counts or {}
+    p = probability(combine, {**answers, **counts})
     correct = p >= threshold
-    category: AnswerCategory = "answered"
+    category: AnswerCategory = "right_ask" if answers.get("should_ask", 0.0) >= 0.5 else "answered"
     if not correct:
-        if answers.get("claims_action", 0.0) >= 0.5:
-            category = "fabricated_action"
-        elif answers.get("supported", 1.0) < 0.5:
+        if counts.get("unsupported") or answers.get("supported", 1.0) < 0.5:
             category = "unsupported_fact"
+        elif answers.get("claims_action", 0.0) >= 0.5:
+            category = "fabricated_action"
+        elif answers.get("should_ask", 0.0) >= 0.5:
+            category = "needless_ask"
         else:
             category = "unanswered"
     return AnswerVerdict(
-        reasoning=_described(rubric, answers, {}, p, threshold),
+        reasoning=_described(rubric, answers, counts, p, threshold),
         verdict="correct" if correct else "incorrect",
         category=category,
         confidence=p if correct else 1 - p,
         confidence_source="logprobs",
-        features=dict(answers),
+        features={**answers, **counts},
     )
 
 
