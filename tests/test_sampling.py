@@ -107,6 +107,7 @@ def test_csv_round_trip(tmp_path: Path) -> None:
     assert "get_weather" in table[0]["calls"] and "weather in Paris" in table[0]["request"]
     assert table[1]["selection"] == "correct"
     table[0].update(selection="Correct", arguments="incorrect", note="Paris is right")
+    table[1].update(answer="incorrect")
     with sheet.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(table[0]))
         writer.writeheader()
@@ -118,6 +119,7 @@ def test_csv_round_trip(tmp_path: Path) -> None:
     assert (loaded[0].labels.selection, loaded[0].labels.arguments) == ("correct", "incorrect")
     assert loaded[0].meta["label_note"] == "Paris is right"
     assert loaded[1].labels is not None and loaded[1].labels.selection == "correct"
+    assert loaded[1].labels.answer == "incorrect"
 
 
 def test_csv_import_refuses_an_off_menu_label(tmp_path: Path) -> None:
@@ -196,12 +198,13 @@ def test_terminal_labeller_saves_every_answer_and_resumes(tmp_path: Path) -> Non
     screen.answer("please answer one of", "i")
     screen.expect("second")
     screen.answer("selection:", "i")  # no call: no arguments question
+    screen.answer("answer (the final reply):", "i")  # a text reply: its answer label
     screen.expect("third")
     screen.answer("selection:", "q")
     assert "labelled 2 cases; 1 left" in screen.finish()
     assert labels(sample) == [
         {"selection": "correct", "arguments": "incorrect"},
-        {"selection": "incorrect"},
+        {"selection": "incorrect", "answer": "incorrect"},
         None,
     ]
 
@@ -224,9 +227,8 @@ def test_quitting_at_the_arguments_question_asks_the_case_again(tmp_path: Path) 
     assert "labelled 0 cases; 1 left" in screen.finish()
     assert labels(sample) == [{"selection": "correct"}]
 
-    screen = Terminal(sample)
+    screen = Terminal(sample)  # only what the case lacks is asked
     screen.expect("=== [1/1] a ===")
-    screen.answer("selection:", "c")
     screen.answer("arguments:", "c")
     assert "labelled 1 cases; 0 left" in screen.finish()
     assert labels(sample) == [{"selection": "correct", "arguments": "correct"}]

@@ -13,6 +13,7 @@ from judge.cases._files import write_atomically
 from judge.cases._json import dumps, loads
 from judge.checks._check import check_case
 from judge.judging._prompt import rubric_variables
+from judge.judging._questions import ends_in_text
 
 _SELECTION = {"c": "correct", "i": "incorrect"}
 _ARGUMENTS = {"c": "correct", "i": "incorrect", "n": None}
@@ -26,18 +27,19 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
     done_now = 0
     for position, index in enumerate(todo, start=1):
         row, case = rows[index], cases[index]
-        _show(case, position, len(todo))
-        answer = _ask("selection: [c]orrect, [i]ncorrect, [s]kip, [q]uit", "cisq")
-        if answer == "q":
-            return done_now, len(todo) - position + 1
-        if answer == "s":
-            continue
         labels = dict(row.get("labels") or {})
-        labels["selection"] = _SELECTION[answer]
-        labels.pop("arguments", None)
-        row["labels"] = labels
-        _save(path, rows)
-        if case.tool_calls:
+        _show(case, position, len(todo))
+        if relabel or "selection" not in labels:
+            answer = _ask("selection: [c]orrect, [i]ncorrect, [s]kip, [q]uit", "cisq")
+            if answer == "q":
+                return done_now, len(todo) - position + 1
+            if answer == "s":
+                continue
+            labels["selection"] = _SELECTION[answer]
+            labels.pop("arguments", None)
+            row["labels"] = labels
+            _save(path, rows)
+        if case.tool_calls and "arguments" not in labels:
             answer = _ask(
                 "arguments: [c]orrect, [i]ncorrect, [n]ot applicable (nothing to judge), [q]uit",
                 "cinq",
@@ -45,16 +47,29 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
             if answer == "q":
                 return done_now, len(todo) - position + 1
             labels["arguments"] = _ARGUMENTS[answer]
+            row["labels"] = labels
+            _save(path, rows)
+        if ends_in_text(case) and (relabel or "answer" not in labels):
+            answer = _ask("answer (the final reply): [c]orrect, [i]ncorrect, [q]uit", "ciq")
+            if answer == "q":
+                return done_now, len(todo) - position + 1
+            labels["answer"] = _SELECTION[answer]
+            row["labels"] = labels
             _save(path, rows)
         done_now += 1
     return done_now, 0
 
 
 def _done(row: dict[str, Any], case: Case) -> bool:
-    # A case with calls needs both answers (`n` is saved as `arguments: null`): one left at
-    # the arguments question, by quitting there, is asked again.
+    # A case with calls needs both answers (`n` is saved as `arguments: null`), and a text
+    # reply its answer label: one left at a later question, by quitting there, is asked again
+    # (only what it lacks).
     labels = row.get("labels") or {}
-    return "selection" in labels and (not case.tool_calls or "arguments" in labels)
+    return (
+        "selection" in labels
+        and (not case.tool_calls or "arguments" in labels)
+        and (not ends_in_text(case) or "answer" in labels)
+    )
 
 
 def _ask(prompt: str, keys: str) -> str:

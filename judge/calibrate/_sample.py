@@ -126,7 +126,18 @@ def read_lines(path: str) -> tuple[list[bytes], list[Case]]:
     return raw, cases
 
 
-CSV_COLUMNS = ("id", "request", "tools", "response_text", "calls", "selection", "arguments", "note")
+CSV_COLUMNS = (
+    "id",
+    "request",
+    "tools",
+    "response_text",
+    "calls",
+    "selection",
+    "arguments",
+    "answer",
+    "note",
+)
+_LABEL_COLUMNS = ("selection", "arguments", "answer")
 
 
 def export_csv(path: str | Path, cases: list[Case]) -> None:
@@ -154,6 +165,7 @@ def export_csv(path: str | Path, cases: list[Case]) -> None:
                     calls,
                     (labels.selection if labels else None) or "",
                     (labels.arguments if labels else None) or "",
+                    (labels.answer if labels else None) or "",
                     str(case.meta.get("label_note", "")),
                 ]
             )
@@ -164,7 +176,7 @@ def import_csv(csv_path: str | Path, raw: list[bytes], cases: list[Case]) -> lis
     labels: dict[str, dict[str, str]] = {}
     with Path(csv_path).open(newline="", encoding="utf-8") as handle:
         for number, read in enumerate(csv.DictReader(handle), start=2):
-            for column in ("selection", "arguments"):
+            for column in _LABEL_COLUMNS:
                 value = (read.get(column) or "").strip().lower()
                 if value not in ("", "correct", "incorrect"):
                     raise InputError(
@@ -179,11 +191,7 @@ def import_csv(csv_path: str | Path, raw: list[bytes], cases: list[Case]) -> lis
             out.append(line)
             continue
         data: dict[str, Any] = loads(line)
-        found = {
-            k: row[k].strip().lower()
-            for k in ("selection", "arguments")
-            if (row.get(k) or "").strip()
-        }
+        found = {k: row[k].strip().lower() for k in _LABEL_COLUMNS if (row.get(k) or "").strip()}
         if found:
             data["labels"] = {**(data.get("labels") or {}), **found}
         if (row.get("note") or "").strip():
