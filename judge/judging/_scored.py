@@ -157,21 +157,18 @@ def answer_verdict(
     fitted: Fit | None = None,
     counts: dict[str, float] | None = None,
 ) -> AnswerVerdict:
-    """The answer verdict of a scored rubric. The category comes from the evidence: numbers
-    nothing supports, then the answers to `claims_action`, `supported`, `should_ask`, where
-    the rubric has them."""
+    """The answer verdict of a scored rubric. An incorrect one's category comes from the
+    evidence: numbers nothing supports (or `supported` answered no), then `claims_action`."""
     combine, threshold = _decision(rubric, "called" if used_tools else "not_called", fitted)
     counts = counts or {}
     p = probability(combine, {**answers, **counts})
     correct = p >= threshold
-    category: AnswerCategory = "right_ask" if answers.get("should_ask", 0.0) >= 0.5 else "answered"
+    category: AnswerCategory = "answered"  # the questions cannot tell a right ask or refusal
     if not correct:
         if counts.get("unsupported") or answers.get("supported", 1.0) < 0.5:
             category = "unsupported_fact"
         elif answers.get("claims_action", 0.0) >= 0.5:
             category = "fabricated_action"
-        elif answers.get("should_ask", 0.0) >= 0.5:
-            category = "needless_ask"
         else:
             category = "unanswered"
     return AnswerVerdict(

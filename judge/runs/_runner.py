@@ -270,6 +270,7 @@ class Runner:
         spent: list[dict[str, Any]] = []
         bodies: list[Any] = []
         seen: list[dict[str, Any]] = []  # the last path the candidate answered, after the prompt
+        from_text: list[int] = []  # the steps whose calls were read from the reply's text
         prompt = prompt_of(case)
 
         async def chat(
@@ -290,7 +291,10 @@ class Runner:
             except ShapeError as exc:
                 raise CandidateRequestError(f"the reply is not a chat completion ({exc})") from None
             if reads_text:
-                response = with_text_calls(response, names)
+                found = with_text_calls(response, names)
+                if found is not response:
+                    from_text.append(len(spent))
+                response = found
             message = assistant_message(response, len(spent))
             after = added_after(prompt, messages)
             if after is not None:  # a side request (a confirmation step, say) is not the path
@@ -342,6 +346,7 @@ class Runner:
             cost_usd=_summed(s["cost_usd"] for s in spent),
             error=error,
             attempts=sum(s["attempts"] for s in spent) or 1,
+            calls_from_content=bool(from_text),
             settings=self.settings,
         )
         return await self.grader.grade(record, case)
