@@ -432,3 +432,16 @@ def test_inspect_scorer_in_a_real_eval_on_mockllm(tmp_path: Path) -> None:
     assert unreadable.count("at /expected_calls/0/name") == 1, unreadable
     assert scores["right"].metadata and scores["right"].metadata["passed"] is True
     assert log.results and log.results.scores[0].metrics["accuracy"].value == pytest.approx(1 / 4)
+
+
+def test_openevals_keeps_the_reference_calls_beside_assertions() -> None:
+    evaluator = create_tool_call_evaluator(tools=TOOLS)
+    reference = {
+        "messages": [*USER, assistant(call("get_weather", {"city": "Paris"}))],
+        "assert_tools": {"called": ["get_weather"]},
+    }
+    wrong = evaluator(
+        outputs=assistant(call("get_weather", {"city": "Lyon"})), reference_outputs=reference
+    )
+    assert wrong["score"] is False and "WrongValue" in wrong["comment"]
+    assert wrong["metadata"]["tool_assertions"] is True

@@ -360,3 +360,64 @@ def test_the_embedded_model_runs_an_agent_run_offline(tmp_path: Path) -> None:
     assert record["transcript"][1]["role"] == "tool"  # executed and answered
     assert set(record["final_state"]) == {"ord_1001", "ord_1002", "ord_1003", "ord_1004"}
     assert record["usage"]["prompt_tokens"] > 0 and record["call_scores"] is not None
+
+
+def test_the_state_a_run_ended_in_is_graded_not_a_replay(shop: AgentServer, tmp_path: Path) -> None:
+    # An agent whose transcript shows a refund it never ran: a replay of the transcript would
+    # reach the reference's state; the state the run ended in does not.
+    module = tmp_path / "pretend.py"
+    module.write_text(
+        "import json\n"
+        "async def agent(case, chat, env):\n"
+        "    said = []\n"
+        "    for name, args in [('lookup_order', {'order_id': 'ord_1001'}),\n"
+        "                       ('verify_refund_eligibility', {'order_id': 'ord_1001'}),\n"
+        "                       ('issue_refund', {'order_id': 'ord_1001', 'amount': 59.9})]:\n"
+        "        if name != 'issue_refund':\n"
+        "            env.call(name, args)\n"
+        "        call = {'id': name, 'type': 'function',\n"
+        "                'function': {'name': name, 'arguments': json.dumps(args)}}\n"
+        "        said += [{'role': 'assistant', 'content': None, 'tool_calls': [call]},\n"
+        "                 {'role': 'tool', 'tool_call_id': name, 'content': '{}'}]\n"
+        "    reply = await chat([*case.messages, *said])\n"
+        "    return [*said, reply]\n"
+    )
+    cases = write(tmp_path / "c.jsonl", REFUND)
+    out = tmp_path / "runs.jsonl"
+    args = ("--models", "agent/liar", "--agent", f"{module}:agent", "--env", ENV, "-o", str(out))
+    assert run(shop, cases, *args).exit_code == 0
+    record = records(out)[("agent/liar", "refund")]
+    assert record["final_state"]["ord_1001"]["refunded"] == 0.0
+    assert record["passed"] is False
+    assert "StateMismatch" in {f["kind"] for f in record["failures"]}
+    assert record["call_scores"]["matched"] == 3  # the calls it shows do match
+
+
+def test_an_agent_that_swallows_the_step_limit_still_hit_it(
+    shop: AgentServer, tmp_path: Path
+) -> None:
+    module = tmp_path / "stubborn.py"
+    module.write_text(
+        "class Odd:\n"
+        "    pass\n"
+        "async def agent(case, chat, env):\n"
+        "    said = []\n"
+        "    for _ in range(10):\n"
+        "        try:\n"
+        "            said.append(await chat([*case.messages, *said]))\n"
+        "        except Exception:\n"
+        "            break\n"
+        "        said.append({'role': 'tool', 'tool_call_id': said[-1]['tool_calls'][0]['id'],\n"
+        "                     'content': '{}'})\n"
+        "    return [*said, {'role': 'assistant', 'content': 'gave up', 'note': Odd()}]\n"
+    )
+    cases = write(tmp_path / "c.jsonl", REFUND)
+    out = tmp_path / "runs.jsonl"
+    args = ("--models", "agent/loop", "--agent", f"{module}:agent", "--max-steps", "2")
+    result = run(shop, cases, *args, "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    record = records(out)[("agent/loop", "refund")]
+    assert (record["stop"], record["steps"], record["passed"]) == ("step_limit", 2, False)
+    assert "StepLimit" in {f["kind"] for f in record["failures"]}
+    # what JSON cannot hold is written as text: the record is never lost
+    assert isinstance(record["transcript"][-1]["note"], str)

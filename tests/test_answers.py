@@ -227,3 +227,15 @@ def test_the_shipped_answer_rubrics_render_a_case(kind: str) -> None:
     [case] = list(load_cases([conversation("Done.", refunded=True, expected_answer="refunded 20")]))
     system, user = rubric.render(rubric_variables(case, check_case(case)))
     assert "Done." in user["content"] and "refunded 20" in user["content"]
+
+
+def test_the_fingerprint_covers_the_answer_rubric_when_answers_are_judged(tmp_path: Path) -> None:
+    from judge.judging._grade import Judge
+
+    plain = Judge(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", cache=False)
+    judging = Judge(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", cache=False,
+                    answers=True)  # fmt: skip
+    assert "answer_rubric" not in plain.fingerprint()
+    assert judging.fingerprint()["answer_rubric"]["name"] == "answer"
+    assert plain.fingerprint(answers=True) == judging.fingerprint()
+    assert judging.fingerprint(answers=False) == plain.fingerprint()

@@ -173,3 +173,15 @@ def test_the_summary_shows_mean_f1_and_assertions(tmp_path: Path) -> None:
     assert "mean call F1" in table.stdout and "0.833" in table.stdout
     frame = check(str(path)).to_pandas()
     assert list(frame["call_f1"].fillna(-1)) == pytest.approx([1.0, 2 / 3, -1])
+
+
+def test_a_bad_answer_label_is_refused_on_every_path(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    data = case(calls("lookup"), [{"name": "lookup"}], tools=TOOLS, labels={"answer": "maybe"})
+    path.write_text(json.dumps(data) + "\n")
+    for extra in ([], ["--match", "strict"]):
+        out = tmp_path / "r.jsonl"
+        done = CliRunner().invoke(main, ["check", str(path), "-o", str(out), *extra])
+        assert done.exit_code == 0, done.output
+        [result] = [json.loads(line) for line in out.read_text().splitlines()]
+        assert [f["kind"] for f in result["failures"]] == ["InvalidCase"], extra

@@ -102,10 +102,10 @@ def _response(outputs: Any) -> Any:
 def _expected(reference: Any) -> Any:
     if reference is None:
         return None
-    if isinstance(reference, dict) and (
-        "expected_calls" in reference or "assert_tools" in reference
-    ):
-        return reference.get("expected_calls")
+    if isinstance(reference, dict) and "expected_calls" in reference:
+        return reference["expected_calls"]
+    if isinstance(reference, dict) and "assert_tools" in reference and "messages" not in reference:
+        return None  # only assertions: no expected calls
     messages = _messages(reference)
     if messages and all(isinstance(m, dict) and "role" in m for m in messages):
         return [

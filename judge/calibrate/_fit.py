@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from judge.cases._case import Case
 from judge.checks._outcome import AnswerVerdict, ArgumentVerdict, SelectionVerdict
 from judge.checks._result import CaseResult
+from judge.judging._questions import used_tools
 from judge.judging._rubric import Combine
 from judge.judging._scored import feature, logit, platt, probability
 
@@ -133,8 +134,7 @@ def items_of(
         if dimension == "selection":
             found.append(_selection_item(label == "correct", branch, judged.selection))
         elif dimension == "answer":  # the branch a scored answer rubric took: tools used or not
-            used = any(m.get("role") == "assistant" and m.get("tool_calls") for m in case.messages)
-            branch = "called" if used else "not_called"
+            branch = "called" if used_tools(case) else "not_called"
             found.append(_selection_item(label == "correct", branch, judged.answer))
         else:
             found.append(_arguments_item(label == "correct", branch, judged.arguments))

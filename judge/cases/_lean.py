@@ -147,7 +147,7 @@ def read_lean(raw: bytes) -> LeanCase | None:
     if tools is None:
         return None
     labels = line.labels or {}
-    if labels.get("selection") not in _LABELS or labels.get("arguments") not in _LABELS:
+    if any(labels.get(name) not in _LABELS for name in ("selection", "arguments", "answer")):
         return None
     calls: list[LeanCall] = []
     response = line.response

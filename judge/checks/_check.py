@@ -13,7 +13,13 @@ from judge.cases._loading import fallback_id, iter_cases
 from judge.cases._match import Match
 from judge.checks._arguments import Problem, show
 from judge.checks._assertions import check_assertions
-from judge.checks._env import EnvironmentFactory, StateReport, load_factory, replay
+from judge.checks._env import (
+    NOT_OBSERVED,
+    EnvironmentFactory,
+    StateReport,
+    load_factory,
+    replay,
+)
 from judge.checks._kinds import FailureKind
 from judge.checks._plain import (
     DEFAULT,
@@ -83,6 +89,7 @@ def check_case(
     match: Match | None = None,
     env: EnvironmentFactory | None = None,
     whole_path: bool = False,
+    reached: Any = NOT_OBSERVED,
 ) -> CaseResult:
     """Grade one case against its tools and, where given, its `expected_calls`.
 
@@ -90,7 +97,9 @@ def check_case(
     field by field); with a trajectory mode every call of the assistant turns counts, not only
     the final response's. `env` replays the reference and the candidate's calls into fresh
     environments and requires the same final state. `whole_path` grades every call of the
-    assistant turns even without a mode (an agent run's), paired as without one.
+    assistant turns even without a mode (an agent run's), paired as without one; `reached` is
+    the state an agent run actually ended in, compared with the reference's instead of a
+    replay of its calls.
     """
     schemas = schemas or SchemaCache()
     settings = case.match.merged_over(match) if case.match is not None else match
@@ -113,7 +122,11 @@ def check_case(
     if env is not None and expected is not None:
         try:
             state = replay(
-                env, case, expected, list(zip([c.name for c in calls], parsed, strict=True))
+                env,
+                case,
+                expected,
+                list(zip([c.name for c in calls], parsed, strict=True)),
+                reached,
             )
         except Exception as exc:  # a broken factory or snapshot: this case cannot be graded
             return _invalid(case.id, "", f"the environment failed: {type(exc).__name__}: {exc}")

@@ -41,6 +41,9 @@ class Environment(Protocol):
 
 EnvironmentFactory = Callable[..., Environment]
 
+NOT_OBSERVED: Any = object()
+"""`replay`'s default: no observed end state, the candidate's calls are replayed."""
+
 
 class ToolFailed(Exception):
     """Raise from a tool to fail the call with a message for the agent."""
@@ -135,9 +138,12 @@ def replay(
     case: Case,
     expected: Sequence[ExpectedCall],
     calls: Sequence[tuple[str, dict[str, Any] | None]],
+    reached: Any = NOT_OBSERVED,
 ) -> StateReport:
     """Replay the reference calls and the candidate's `(name, arguments)` calls (None: the
-    arguments could not be parsed) into fresh environments and compare their states."""
+    arguments could not be parsed) into fresh environments and compare their states. With
+    `reached` (the state an agent run actually ended in), that state is compared instead of a
+    replay of the candidate's calls."""
     reference = new_environment(factory, case)
     for index, call in enumerate(expected):
         try:
@@ -149,6 +155,10 @@ def replay(
                     f"expected call {index} ({call.name}) failed: {describe_error(exc)}"
                 ),
             )
+    if reached is not NOT_OBSERVED:
+        found: list[StateDiff] = []
+        _diff(reference.snapshot(), reached, (), found)
+        return StateReport(equal=not found, diff=tuple(found[:_MAX_DIFFS]))
     candidate = new_environment(factory, case)
     errors: list[CallError] = []
     for index, (name, arguments) in enumerate(calls):

@@ -272,12 +272,15 @@ def gate(
     gate: True, or exit 3 (with --force: False, running untrusted)."""
     from judge.calibrate._record import GateRefusal, check_gate, fingerprint_sha256
 
-    if fingerprint_sha256(judge.fingerprint()) == record.fingerprint_sha256:
+    # A record that measured answers is bound to the answer rubric too, whether or not this
+    # run judges answers; one that did not is bound to selection and arguments only.
+    fingerprint = judge.fingerprint(answers="answer_rubric" in record.fingerprint)
+    if fingerprint_sha256(fingerprint) == record.fingerprint_sha256:
         apply_fitted(judge, record)  # fitted for this very judge, trusted or not
     try:
         check_gate(
             record,
-            judge.fingerprint(),
+            fingerprint,
             strict=strict or record.strict,
             source=path,
             answers=judge.answers,

@@ -215,10 +215,11 @@ class Judge:
             refs = (*refs, self.rubrics.answer.ref)
         return refs
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self, answers: bool | None = None) -> dict[str, Any]:
         """Everything about the judge that could change a selection or arguments verdict (no
         key, ever): what a calibration record is bound to. Its rubrics are those two
-        dimensions' (what calibration measures; trajectory verdicts are never calibrated).
+        dimensions' (what calibration measures; trajectory verdicts are never calibrated), and
+        the answer rubric's (`answer_rubric`) when answers are judged, or `answers` says so.
         The structured-output choice is recorded as asked (`auto` stays `auto`), so a run
         that steps down keeps its fingerprint; so are logprobs, so a run whose endpoint
         refuses them keeps it too."""
@@ -227,6 +228,9 @@ class Judge:
         found["response_format"] = self._format_choice
         found["samples"] = self.samples
         found["judge_broken"] = self.judge_broken
+        covered = self.answers if answers is None else answers  # None: as this judge judges
+        if covered and self.rubrics.answer is not None:
+            found["answer_rubric"] = self.rubrics.answer.ref.model_dump(mode="json")
         if self.escalation is not None:  # a cascade is one judge: it covers both
             found["escalation"] = self.escalation.fingerprint()
         return found

@@ -151,7 +151,7 @@ def questions_for(
         )
     if answers and rubrics.answer is not None and ends_in_text(case):
         rubric = rubrics.answer
-        used = any(m.get("role") == "assistant" and m.get("tool_calls") for m in case.messages)
+        used = used_tools(case)
         evidence = (
             (("unsupported", float(len(unsupported_numbers(case)))),
              ("tool_errors", float(failed_tool_results(case))))
@@ -169,6 +169,12 @@ def questions_for(
             )
         )
     return Questions(selection, derived, questions)
+
+
+def used_tools(case: Case) -> bool:
+    """Some earlier assistant turn of the conversation called a tool: the branch a scored
+    answer rubric takes (and calibration fits)."""
+    return any(m.get("role") == "assistant" and m.get("tool_calls") for m in case.messages)
 
 
 def ends_in_text(case: Case) -> bool:

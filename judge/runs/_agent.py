@@ -18,9 +18,9 @@ import orjson
 
 from judge.cases._calls import Response
 from judge.cases._case import Case
-from judge.cases._json import DecodeError, loads
 from judge.cases._match import load_object
 from judge.checks._env import Environment, describe_error
+from judge.checks._structure import parse_arguments
 
 
 class Chat(Protocol):
@@ -97,20 +97,14 @@ def execute(env: Environment, call: dict[str, Any]) -> tuple[str, str | None]:
     when it did not)."""
     function = call.get("function") or {}
     name = function.get("name")
-    try:
-        arguments = loads(function.get("arguments") or "{}")
-    except DecodeError as exc:
-        why = f"the arguments are not JSON: {exc}"
-    else:
-        if not isinstance(arguments, dict):
-            why = "the arguments are not a JSON object"
+    arguments, why = parse_arguments(function.get("arguments") or "")  # as the checks read it
+    if arguments is not None:
+        try:
+            result = env.call(str(name), arguments)
+        except Exception as exc:  # the tool refused: the agent is told, and goes on
+            why = describe_error(exc)
         else:
-            try:
-                result = env.call(str(name), arguments)
-            except Exception as exc:  # the tool refused: the agent is told, and goes on
-                why = describe_error(exc)
-            else:
-                return orjson.dumps(result, default=str).decode(), None
+            return orjson.dumps(result, default=str).decode(), None
     return orjson.dumps({"error": why}).decode(), why
 
 

@@ -21,7 +21,7 @@ from judge.cases._case import Case, Tool
 from judge.cases._match import Match
 from judge.cases._text_calls import with_text_calls
 from judge.checks._check import check_case
-from judge.checks._env import Environment, EnvironmentFactory, new_environment
+from judge.checks._env import NOT_OBSERVED, Environment, EnvironmentFactory, new_environment
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
@@ -107,8 +107,9 @@ class Grader:
 
     async def _grade_run(self, record: RunRecord, case: Case) -> RunRecord:
         """An agent run graded as a recorded transcript: every call of its assistant turns,
-        the final state, the tool assertions, `StepLimit` when it never ended, and the judge
-        (on the whole path and the final answer)."""
+        the state it ended in against the reference's, the tool assertions, `StepLimit` when it
+        never ended, and the judge (the whole path and the final answer) when it ended in
+        text."""
         transcript = record.transcript or []
         ended = record.stop == "answer" and final_answer(transcript) is not None
         try:
@@ -117,8 +118,14 @@ class Grader:
             return record.model_copy(update={"error": f"the final reply is unreadable ({exc})"})
         messages = [*prompt_of(case), *(transcript[:-1] if ended else transcript)]
         graded = case.model_copy(update={"messages": messages, "response": response})
+        reached = record.final_state if record.final_state is not None else NOT_OBSERVED
         checked = check_case(
-            graded, schemas=self._schemas, match=self.match, env=self.env, whole_path=True
+            graded,
+            schemas=self._schemas,
+            match=self.match,
+            env=self.env,
+            whole_path=True,
+            reached=reached,  # the state the run ended in, not a replay of its calls
         )
         if record.stop == "step_limit":
             steps = record.steps or 0
@@ -271,12 +278,14 @@ class Runner:
         bodies: list[Any] = []
         seen: list[dict[str, Any]] = []  # the last path the candidate answered, after the prompt
         from_text: list[int] = []  # the steps whose calls were read from the reply's text
+        limit_hit: list[int] = []
         prompt = prompt_of(case)
 
         async def chat(
             messages: Sequence[dict[str, Any]], tools: Any = CASE_TOOLS
         ) -> dict[str, Any]:
             if len(spent) >= loop.max_steps:
+                limit_hit.append(len(spent))  # an agent that swallows StepLimit still hit it
                 raise StepLimit
             offered = None if tools is CASE_TOOLS else [Tool.from_spec(t) for t in tools or ()]
             body = request_body(model, case, run, self.agreed, messages=messages, tools=offered)
@@ -313,10 +322,12 @@ class Runner:
             else:  # the agent sees the case as its prompt: a recorded path left out
                 asked = case.model_copy(update={"messages": prompt})
                 returned = await call_agent(loop.agent, asked, chat, env)
-                transcript.messages = _agent_transcript(returned, prompt)
+                transcript.messages = plain_json(_agent_transcript(returned, prompt))
+            if limit_hit:
+                raise StepLimit
         except StepLimit:
             stop = "step_limit"
-            if loop.agent is not None:
+            if loop.agent is not None and not transcript.messages:  # it never returned
                 transcript.messages = list(seen)
         except JudgeEndpointError:
             raise  # the endpoint refuses everything: the batch stops
@@ -325,7 +336,7 @@ class Runner:
         except Exception as exc:  # the agent's own code, or the environment, failed
             stop, error = None, f"the agent run failed: {type(exc).__name__}: {exc}"
         try:
-            final_state = env.snapshot() if env is not None else None
+            final_state = plain_json(env.snapshot()) if env is not None else None
         except Exception as exc:
             final_state = None
             error = error or f"the environment's snapshot failed: {type(exc).__name__}: {exc}"
@@ -345,7 +356,7 @@ class Runner:
             latency_s=round(sum(s["latency_s"] for s in spent), 4) if spent else None,
             cost_usd=_summed(s["cost_usd"] for s in spent),
             error=error,
-            attempts=sum(s["attempts"] for s in spent) or 1,
+            attempts=sum(s["attempts"] for s in spent),
             calls_from_content=bool(from_text),
             settings=self.settings,
         )
@@ -479,8 +490,15 @@ def _summed_usage(spent: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _summed(values: Iterable[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
+    """The sum, or None when any is unknown (a partial sum would under-report)."""
+    found = list(values)
+    return None if not found or None in found else sum(v for v in found if v is not None)
+
+
+def plain_json(value: Any) -> Any:
+    """`value` as plain JSON data (what does not encode is written as text), so that a
+    record always writes."""
+    return orjson.loads(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS))
 
 
 def check_resumable(
@@ -499,8 +517,11 @@ def check_resumable(
 
 
 def needs_judging(record: RunRecord) -> bool:
-    """A stored response without a usable verdict."""
-    return record.error is None and (record.judge is None or record.judge.status == "judge_error")
+    """A stored response without a usable verdict (an agent run that never ended in text
+    has nothing to judge)."""
+    if record.error is not None or record.stop == "step_limit":
+        return False
+    return record.judge is None or record.judge.status == "judge_error"
 
 
 def reply_error(body: Any) -> str | None:
