@@ -222,7 +222,12 @@ def test_promptfoo_runs_the_assertion_in_a_real_eval(tmp_path: Path) -> None:
     assert outcome["wrong"]["success"] is False
     graded = outcome["wrong"]["gradingResult"]
     assert "WrongValue at /city" in graded["reason"]
-    assert graded["namedScores"] == {"tool_selection": 1, "schema_valid": 1, "argument_values": 0}
+    assert graded["namedScores"] == {
+        "tool_selection": 1,
+        "schema_valid": 1,
+        "argument_values": 0,
+        "call_f1": 0,
+    }
 
 
 def test_promptfoo_config_wins_over_vars_and_refuses_a_vacuous_pass() -> None:
