@@ -18,6 +18,7 @@ LAYERS = (
     "judge._errors",
     "judge.cases",
     "judge.endpoints",
+    "judge.traces",
     "judge.checks",
     "judge.adapters",
     "judge.judging",

@@ -8,11 +8,12 @@ SDK, FastAPI or the statistics libraries.
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 import click
 
@@ -49,6 +50,7 @@ _LAZY_COMMANDS = {
     "regrade": "judge.cli._run",
     "serve": "judge.cli._service",
     "schema": "judge.cli._service",
+    "import": "judge.cli._import",
 }
 
 
@@ -100,6 +102,13 @@ def main() -> None:
     help="Worker processes (default: every core for files past a few thousand lines, else 1). "
     "Results keep the input order.",
 )
+@click.option(
+    "--from",
+    "from_format",
+    type=click.Choice(("otel", "openai")),
+    help="CASES are trace files in this format (as `judge import` reads them), one case per "
+    "LLM call.",
+)
 @trajectory_options
 def check_command(
     cases: tuple[str, ...],
@@ -108,6 +117,7 @@ def check_command(
     fail_under: float | None,
     progress: bool | None,
     jobs: int | None,
+    from_format: str | None,
     **trajectory: Any,
 ) -> None:
     """Grade CASES (JSON Lines files, or - for standard input) deterministically: well-formed
@@ -128,6 +138,8 @@ def check_command(
                 sys.stdout.buffer if to_stdout else stack.enter_context(open(output or "", "wb"))
             )
             show = progress if progress is not None else sys.stderr.isatty()
+            if from_format is not None:
+                show, jobs = False, 1  # converted in memory: graded in this process
             jobs = jobs or default_jobs(cases)
             grader: InProcess | Workers = (
                 Workers(jobs, recipe) if jobs > 1 else InProcess(settings, factory)
@@ -136,7 +148,7 @@ def check_command(
             for path in cases:
                 total = line_count(path) if show else None
                 with progress_bar(os.path.basename(path), total, show) as advance:
-                    _check_file(grader, path, summary, sink, advance)
+                    _check_file(grader, path, summary, sink, advance, from_format)
             sink.flush()
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
@@ -160,10 +172,21 @@ def _check_file(
     summary: Summary,
     sink: IO[bytes],
     advance: Callable[[int], None],
+    from_format: str | None = None,
 ) -> None:
-    """Grade one input chunk by chunk, writing the results in input order."""
+    """Grade one input chunk by chunk, writing the results in input order (a trace file is
+    converted to cases first)."""
     with ExitStack() as stack:
-        stream = sys.stdin.buffer if path == "-" else stack.enter_context(open_cases(path))
+        if from_format is not None:
+            from judge.cases._json import dumps
+            from judge.cli._import import imported
+
+            found = imported(from_format, (path,), "call", "check")  # type: ignore[arg-type]
+            stream: BinaryIO = io.BytesIO(b"".join(dumps(c) + b"\n" for c in found.cases))
+        elif path == "-":
+            stream = sys.stdin.buffer
+        else:
+            stream = stack.enter_context(open_cases(path))
         for checked in grader.check(stream, STDIN if path == "-" else path):
             summary.merge(checked.summary)
             sink.write(checked.output)

@@ -1,0 +1,148 @@
+"""Traces in: LLM calls recorded in production, as cases.
+
+`--per call` makes one case per LLM call (`messages` its input, `tools` those offered,
+`response` its output); `--per trace` one case per trace, the whole conversation in `messages`
+(every call and tool result in its turns, the final answer last) and no `response`, for
+`judge check --match ...` and the trajectory judge. A record that cannot be read is reported
+with file:line and why, and skipped; the rest is converted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from judge.traces._calls import LLMCall, llm_call
+from judge.traces._spans import Problem, RecordError, read_documents, spans_of
+
+Format = Literal["otel", "openai"]
+FORMATS: tuple[Format, ...] = ("otel", "openai")
+Per = Literal["call", "trace"]
+
+
+@dataclass
+class Imported:
+    """The cases made, and what was skipped and why."""
+
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Records that are not LLM calls, by kind (`span`: spans of other operations)."""
+    calls: int = 0
+
+
+def import_traces(fmt: Format, paths: Iterable[str | Path], per: Per = "call") -> Imported:
+    """Read every file of `paths` in format `fmt` and make cases of its LLM calls."""
+    found = Imported()
+    calls: list[LLMCall] = []
+    for path in map(Path, paths):
+        calls.extend(_read(fmt, path, found))
+    found.calls = len(calls)
+    found.cases = list(cases_per_call(calls) if per == "call" else cases_per_trace(calls))
+    return found
+
+
+def _read(fmt: Format, path: Path, found: Imported) -> Iterator[LLMCall]:
+    documents = read_documents(path)
+    found.problems.extend(documents.problems)
+    for line, document in documents.found:
+        source = f"{path}:{line}"
+        if fmt == "openai":
+            try:
+                yield _proxy_pair(document, source)
+            except RecordError as exc:
+                found.problems.append(Problem(source, str(exc)))
+            continue
+        try:
+            spans = list(spans_of(document, source))
+        except RecordError as exc:
+            found.problems.append(Problem(source, str(exc)))
+            continue
+        for span in spans:
+            try:
+                call = llm_call(span)
+            except RecordError as exc:
+                found.problems.append(Problem(source, f"span {span.span_id} ({span.name}): {exc}"))
+                continue
+            if call is None:
+                found.skipped["span"] += 1
+            else:
+                yield call
+
+
+def _proxy_pair(document: Any, source: str) -> LLMCall:
+    """A proxy's log line: `{"request": <chat-completions body>, "response": <completion>}`."""
+    if not isinstance(document, dict) or not isinstance(document.get("request"), dict):
+        raise RecordError('expected {"request": <chat request body>, "response": <completion>}')
+    request, response = document["request"], document.get("response")
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        raise RecordError("request.messages must be a list")
+    choices = response.get("choices") if isinstance(response, dict) else None
+    output = (choices[0] or {}).get("message") if isinstance(choices, list) and choices else None
+    if response is not None and not isinstance(output, dict):
+        raise RecordError("response is not a chat completion (no choices[0].message)")
+    parameters = {k: v for k, v in request.items() if k not in ("messages", "tools", "model")}
+    return LLMCall(
+        messages=messages,
+        tools=list(request.get("tools") or ()),
+        output=output,
+        model=request.get("model") if isinstance(request.get("model"), str) else None,
+        parameters=parameters,
+        trace_id=str(response.get("id") or "") if isinstance(response, dict) else "",
+        source=source,
+    )
+
+
+def cases_per_call(calls: Iterable[LLMCall]) -> Iterator[dict[str, Any]]:
+    for call in calls:
+        case: dict[str, Any] = {
+            "id": _call_id(call),
+            "messages": call.messages,
+            "tools": call.tools,
+        }
+        if call.output is not None:
+            case["response"] = call.output
+        case["meta"] = _meta(call)
+        yield case
+
+
+def cases_per_trace(calls: Iterable[LLMCall]) -> Iterator[dict[str, Any]]:
+    """One case per trace: the conversation of its last LLM call (its input holds the earlier
+    turns, tool results included), the call's answer last."""
+    traces: dict[str, list[LLMCall]] = {}
+    for call in calls:
+        traces.setdefault(call.trace_id or call.source, []).append(call)
+    for trace_id, found in traces.items():
+        ordered = sorted(found, key=lambda c: c.start)
+        last = ordered[-1]
+        messages = [*last.messages, *([last.output] if last.output is not None else [])]
+        tools: dict[str, dict[str, Any]] = {}
+        for call in ordered:
+            for tool in call.tools:
+                tools.setdefault(_tool_name(tool), tool)
+        meta = _meta(last) | {"llm_calls": len(ordered), "span_ids": [c.span_id for c in ordered]}
+        meta.pop("span_id", None)
+        yield {"id": trace_id, "messages": messages, "tools": list(tools.values()), "meta": meta}
+
+
+def _call_id(call: LLMCall) -> str:
+    if call.trace_id and call.span_id:
+        return f"{call.trace_id}:{call.span_id}"
+    return call.trace_id or call.source
+
+
+def _meta(call: LLMCall) -> dict[str, Any]:
+    meta: dict[str, Any] = {"trace_id": call.trace_id or None}
+    if call.span_id:
+        meta["span_id"] = call.span_id
+    meta |= {"model": call.model, "invocation_parameters": call.parameters, "source": call.source}
+    return meta
+
+
+def _tool_name(tool: dict[str, Any]) -> str:
+    function = tool.get("function")
+    return str((function if isinstance(function, dict) else tool).get("name"))
