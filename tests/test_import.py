@@ -4,6 +4,7 @@ spans and proxy logs, graded exactly as the same conversation written by hand.""
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -276,3 +277,144 @@ def test_the_shipped_example_trace_grades_as_the_readme_says(tmp_path: Path) -> 
     assert len(found.cases) == 2 and found.skipped["span"] == 1 and not found.problems
     assert found.cases[1]["response"] == {"role": "assistant", "content": ANSWER}
     assert [r["schema_valid"] for r in check(example, "--from", "otel")] == [True, None]
+
+
+def inspect_log(tmp_path: Path, log_format: Any) -> Path:
+    """A real `inspect eval` on its mockllm model: a tool call, its result, then an answer."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.solver import generate, use_tools
+    from inspect_ai.tool import tool as inspect_tool
+
+    @inspect_tool
+    def get_weather() -> Any:
+        async def execute(city: str) -> str:
+            """Current weather of a city.
+
+            Args:
+                city: The city.
+            """
+            return RESULT["content"]
+
+        return execute
+
+    usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)  # no tiktoken download
+    outputs = [
+        ModelOutput.for_tool_call("mockllm/model", "get_weather", {"city": "Paris"}),
+        ModelOutput.from_content("mockllm/model", ANSWER),
+    ]
+    model = get_model(
+        "mockllm/model", custom_outputs=[o.model_copy(update={"usage": usage}) for o in outputs]
+    )
+    task = Task(
+        dataset=[Sample(id="paris", input=QUESTION["content"])],
+        solver=[use_tools(get_weather()), generate()],
+    )
+    (log,) = eval(task, model=model, log_dir=str(tmp_path), display="none", log_format=log_format)
+    assert log.status == "success", log.error
+    gc.collect()  # Inspect's unclosed streams are reported here, where they are ignored
+    return Path(log.location)
+
+
+# Inspect's own retry set-up uses a deprecated tenacity argument, and leaves streams to the GC.
+@pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("log_format", ["eval", "json"])
+def test_an_inspect_eval_log_grades_as_the_hand_written_cases(
+    tmp_path: Path, log_format: str
+) -> None:
+    log = inspect_log(tmp_path, log_format)
+    found = import_traces("inspect", [log])
+    assert not found.problems
+    first, second = found.cases
+    assert [first["id"], second["id"]] == ["paris:1:0", "paris:1:1"]
+    call = first["response"]["tool_calls"][0]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    assert [m["role"] for m in second["messages"]] == ["user", "assistant", "tool"]
+    assert second["messages"][2] == {"role": "tool", "content": RESULT["content"],
+                                     "tool_call_id": call["id"]}  # fmt: skip
+    assert second["response"] == {"role": "assistant", "content": ANSWER}
+    assert first["tools"][0]["function"]["parameters"]["required"] == ["city"]
+    assert first["meta"]["model"] == "mockllm/model"
+    hand = tmp_path / "hand.jsonl"
+    said = first["response"]["content"]  # mockllm says "tool call for tool get_weather"
+    rows = [
+        {"id": "a", "messages": [QUESTION], "tools": first["tools"],
+         "response": {"role": "assistant", "content": said, "tool_calls": [CALL]}},
+        {"id": "b", "messages": [QUESTION, {"role": "assistant", "content": said,
+         "tool_calls": [CALL]}, RESULT], "tools": first["tools"],
+         "response": {"role": "assistant", "content": ANSWER}},
+    ]  # fmt: skip
+    hand.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert without_id(check(log, "--from", "inspect")) == without_id(check(hand))
+    [trace] = import_traces("inspect", [log], per="trace").cases
+    assert trace["id"] == "paris:1" and trace["messages"][-1]["content"] == ANSWER
+
+
+def langsmith_runs() -> str:
+    """Runs recorded with LangSmith's own RunTree: a chain with two LLM runs, one logged in
+    OpenAI form (as `wrap_openai` does), one with LangChain's serialised messages."""
+    from langsmith.run_trees import RunTree
+
+    root = RunTree(name="agent", run_type="chain", inputs={"question": QUESTION["content"]})
+    first = root.create_child(
+        name="ChatOpenAI",
+        run_type="llm",
+        inputs={"messages": [QUESTION], "model": "m", "tools": [WEATHER]},
+    )
+    first.end(outputs={"choices": [{"message": {"role": "assistant", "content": None,
+                                                 "tool_calls": [CALL]}}]})  # fmt: skip
+    second = root.create_child(
+        name="ChatOpenAI",
+        run_type="llm",
+        inputs={"messages": [[
+            {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages",
+             "HumanMessage"], "kwargs": {"content": QUESTION["content"]}},
+            {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages",
+             "AIMessage"], "kwargs": {"content": "", "tool_calls": [
+                 {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}]}},
+            {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages",
+             "ToolMessage"], "kwargs": {"content": RESULT["content"], "tool_call_id": "call_1"}},
+        ]]},
+        extra={"invocation_params": {"model": "m", "temperature": 0, "tools": [WEATHER]}},
+    )  # fmt: skip
+    second.end(outputs={"generations": [[{"text": ANSWER, "message": {"lc": 1, "type":
+        "constructor", "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {"content": ANSWER}}}]]})  # fmt: skip
+    root.end(outputs={"answer": ANSWER})
+    return "".join(
+        json.dumps(run.model_dump(), default=str) + "\n" for run in (root, first, second)
+    )
+
+
+def test_langsmith_runs_grade_as_the_hand_written_cases(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(langsmith_runs() + json.dumps({"id": "x"}) + "\n")
+    found = import_traces("langsmith", [runs])
+    assert found.skipped["run"] == 1  # the chain
+    assert [p.why for p in found.problems] == ["not a LangSmith run (no run_type)"]
+    first, second = found.cases
+    assert first["messages"] == [QUESTION] and first["tools"] == [WEATHER]
+    assert second["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
+    assert second["meta"]["invocation_parameters"] == {"model": "m", "temperature": 0}
+    assert first["meta"]["trace_id"] == second["meta"]["trace_id"]
+    results = check(runs, "--from", "langsmith")
+    assert without_id(results) == without_id(hand_written(tmp_path))
+
+
+def test_judge_grade_reads_trace_files_too(spans: list[Any], tmp_path: Path) -> None:
+    from tests.helpers import invoke
+
+    traces = tmp_path / "traces.json"
+    traces.write_text(otlp_json(spans))
+    out = tmp_path / "graded.jsonl"
+    with serving() as judge_server:
+        done = invoke(
+            judge_server, tmp_path, "grade", str(traces), "--from", "otel", "-o", str(out)
+        )
+    assert done.exit_code == 0, done.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and all(r["judge"]["status"] == "ok" for r in rows)
+    llm = {format(s.context.span_id, "016x") for s in spans if s.name == "ChatCompletion"}
+    assert {r["id"].split(":")[1] for r in rows} == llm

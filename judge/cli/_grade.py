@@ -35,6 +35,7 @@ from judge.cli._judge_options import (
     judge_options,
 )
 from judge.cli._matching import (
+    from_traces_option,
     judge_answers_option,
     judge_trajectory_option,
     trajectory_options,
@@ -67,6 +68,7 @@ from judge.judging._rubric import load_rubrics
 @judge_trajectory_option
 @judge_answers_option
 @trajectory_options
+@from_traces_option
 @summary_format_option
 @click.option(
     "--fail-under",
@@ -85,10 +87,16 @@ def grade_command(
     price_per_mtok: float | None,
     summary_format: str,
     fail_under: float | None,
+    from_format: str | None,
     **judge_options: Any,
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
+    sources: list[Any] = list(cases)
+    if from_format is not None:  # trace files, converted as `judge import` converts them
+        from judge.cli._import import imported
+
+        sources = [imported(from_format, (p,), "call", "grade").cases for p in cases]  # type: ignore[arg-type]
     output = None if output == "-" else output
     if output is not None and any(_same_file(path, output) for path in cases):
         click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)
@@ -102,7 +110,7 @@ def grade_command(
         )
     if dry_run:
         try:
-            plan = asyncio.run(_plan(judge, cases))
+            plan = asyncio.run(_plan(judge, sources))
         except InputError as exc:
             click.echo(f"judge grade: {exc}", err=True)
             sys.exit(EXIT_UNREADABLE)
@@ -122,7 +130,7 @@ def grade_command(
         return
     summary = Summary()
     try:
-        asyncio.run(_grade(judge, cases, output, summary))
+        asyncio.run(_grade(judge, cases, output, summary, sources))
     except JudgeEndpointError as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_ENDPOINT)
@@ -139,9 +147,9 @@ def grade_command(
             sys.exit(EXIT_BELOW_THRESHOLD)
 
 
-async def _plan(judge: Judge, cases: tuple[str, ...]) -> Plan:
+async def _plan(judge: Judge, sources: list[Any]) -> Plan:
     async with judge:
-        return await plan(judge, *cases)
+        return await plan(judge, *sources)
 
 
 def _same_file(path: str, other: str) -> bool:
@@ -152,8 +160,13 @@ def _same_file(path: str, other: str) -> bool:
 
 
 async def _grade(
-    judge: Judge, cases: tuple[str, ...], output: str | None, summary: Summary
+    judge: Judge,
+    cases: tuple[str, ...],
+    output: str | None,
+    summary: Summary,
+    sources: list[Any],
 ) -> None:
+    """Grade each source (a case file's path, or the cases of a trace file) into `output`."""
     done = finished_results(output, judge.differs_from) if output else []
     for result in done:
         summary.add(result)
@@ -162,12 +175,14 @@ async def _grade(
     show = sys.stderr.isatty()
     try:
         async with judge:
-            for path in cases:
-                total = line_count(path) if show else None
+            for path, source in zip(cases, sources, strict=True):
+                total = (
+                    (line_count(path) if isinstance(source, str) else len(source)) if show else None
+                )
                 with progress_bar(
                     os.path.basename(path), total and total - len(skip), show
                 ) as step:
-                    async for result in judge.iter_grade(path, skip=skip):
+                    async for result in judge.iter_grade(source, skip=skip):
                         summary.add(result)
                         sink.write(dumps(result.to_json_dict()) + b"\n")
                         sink.flush()  # a finished result is never lost

@@ -32,7 +32,7 @@ from judge.cli._common import (
     summary_format_option,
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
-from judge.cli._matching import trajectory_from, trajectory_options
+from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
@@ -102,13 +102,7 @@ def main() -> None:
     help="Worker processes (default: every core for files past a few thousand lines, else 1). "
     "Results keep the input order.",
 )
-@click.option(
-    "--from",
-    "from_format",
-    type=click.Choice(("otel", "openai")),
-    help="CASES are trace files in this format (as `judge import` reads them), one case per "
-    "LLM call.",
-)
+@from_traces_option
 @trajectory_options
 def check_command(
     cases: tuple[str, ...],

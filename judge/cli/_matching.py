@@ -30,6 +30,14 @@ judge_answers_option = click.option(
     "as a reference).",
 )
 
+from_traces_option = click.option(
+    "--from",
+    "from_format",
+    type=click.Choice(("otel", "langsmith", "inspect", "openai")),
+    help="The inputs are trace files in this format, converted as `judge import` converts "
+    "them (one case per LLM call).",
+)
+
 
 trajectory_options = stack_options(
     click.option(

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judge.traces._calls import LLMCall, llm_call
+from judge.traces._inspect import inspect_calls
+from judge.traces._langsmith import is_run, langsmith_call
 from judge.traces._spans import Problem, RecordError, read_documents, spans_of
 
-Format = Literal["otel", "openai"]
-FORMATS: tuple[Format, ...] = ("otel", "openai")
+Format = Literal["otel", "langsmith", "inspect", "openai"]
+FORMATS: tuple[Format, ...] = ("otel", "langsmith", "inspect", "openai")
 Per = Literal["call", "trace"]
 
 
@@ -46,6 +48,9 @@ def import_traces(fmt: Format, paths: Iterable[str | Path], per: Per = "call") -
 
 
 def _read(fmt: Format, path: Path, found: Imported) -> Iterator[LLMCall]:
+    if fmt == "inspect":
+        yield from inspect_calls(path, found.problems)
+        return
     documents = read_documents(path)
     found.problems.extend(documents.problems)
     for line, document in documents.found:
@@ -55,6 +60,20 @@ def _read(fmt: Format, path: Path, found: Imported) -> Iterator[LLMCall]:
                 yield _proxy_pair(document, source)
             except RecordError as exc:
                 found.problems.append(Problem(source, str(exc)))
+            continue
+        if fmt == "langsmith":
+            if not is_run(document):
+                found.problems.append(Problem(source, "not a LangSmith run (no run_type)"))
+                continue
+            try:
+                run = langsmith_call(document, source)
+            except RecordError as exc:
+                found.problems.append(Problem(source, f"run {document.get('id')}: {exc}"))
+                continue
+            if run is None:
+                found.skipped["run"] += 1
+            else:
+                yield run
             continue
         try:
             spans = list(spans_of(document, source))

@@ -125,7 +125,7 @@ def _sdk_span(span: dict[str, Any], source: str) -> Span:
         trace_id=_hex_id(context.get("trace_id")),
         span_id=_hex_id(context.get("span_id")),
         name=str(span.get("name", "")),
-        start=_iso_nanos(span.get("start_time")),
+        start=iso_nanos(span.get("start_time")),
         attributes=dict(attributes),
         events=tuple(
             Event(str(e.get("name", "")), dict(e.get("attributes") or {}))
@@ -174,7 +174,7 @@ def _hex_id(value: Any) -> str:
         return text
 
 
-def _iso_nanos(value: Any) -> int:
+def iso_nanos(value: Any) -> int:
     if not isinstance(value, str):
         return 0
     try:

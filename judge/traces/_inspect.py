@@ -1,0 +1,124 @@
+"""Inspect AI eval logs (`.eval`, a zip of JSON files, or `.json`): each model call of each
+sample, with the tools it was offered, in OpenAI chat form."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from judge.traces._calls import LLMCall
+from judge.traces._spans import Problem, RecordError
+
+_ZSTD = 93  # the compression Inspect writes `.eval` members with
+_LOCAL_HEADER = struct.Struct("<4s5H3I2H")
+
+
+def inspect_calls(path: Path, problems: list[Problem]) -> Iterator[LLMCall]:
+    """The model calls of every sample of an Inspect log; a sample that cannot be read is
+    reported and skipped."""
+    try:
+        samples = list(_samples(path))
+    except (OSError, ValueError, zipfile.BadZipFile, KeyError) as exc:
+        problems.append(Problem(str(path), f"not an Inspect log: {exc}"))
+        return
+    for where, sample in samples:
+        try:
+            yield from _sample_calls(sample, where)
+        except (RecordError, TypeError, KeyError, AttributeError) as exc:
+            problems.append(Problem(where, f"sample {sample.get('id')!r}: {exc}"))
+
+
+def _samples(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if info.filename.startswith("samples/") and info.filename.endswith(".json"):
+                    sample = json.loads(_member(archive, path, info))
+                    yield f"{path}:{info.filename}", sample
+        return
+    log = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(log, dict) or "eval" not in log:
+        raise ValueError("a JSON log holds an `eval` object and its `samples`")
+    for i, sample in enumerate(log.get("samples") or ()):
+        yield f"{path}:samples/{i}", sample
+
+
+def _member(archive: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo) -> bytes:
+    """A member's bytes; zstd-compressed ones (which Python's zipfile cannot read before 3.14)
+    decompressed with zstandard."""
+    if info.compress_type != _ZSTD:
+        return archive.read(info)
+    import zstandard
+
+    with path.open("rb") as handle:
+        handle.seek(info.header_offset)
+        fields = _LOCAL_HEADER.unpack(handle.read(_LOCAL_HEADER.size))
+        handle.seek(fields[-2] + fields[-1], 1)  # the name and the extra field
+        data = handle.read(info.compress_size)
+    return zstandard.ZstdDecompressor().decompress(data, max_output_size=info.file_size)
+
+
+def _sample_calls(sample: dict[str, Any], where: str) -> Iterator[LLMCall]:
+    pool = (sample.get("events_data") or {}).get("messages") or []
+    key = f"{sample['id']}:{sample.get('epoch', 1)}"
+    events = [e for e in sample.get("events") or () if e.get("event") == "model"]
+    for n, event in enumerate(events):
+        inputs = event.get("input") or [
+            message for start, end in event.get("input_refs") or () for message in pool[start:end]
+        ]
+        choices = (event.get("output") or {}).get("choices") or []
+        output = message_of(choices[0]["message"]) if choices else None
+        yield LLMCall(
+            messages=[message_of(m) for m in inputs],
+            tools=[_tool(t) for t in event.get("tools") or ()],
+            output=output,
+            model=event.get("model"),
+            parameters={k: v for k, v in (event.get("config") or {}).items() if v is not None},
+            trace_id=key,
+            span_id=str(n),
+            start=n,
+            source=where,
+        )
+
+
+def message_of(message: dict[str, Any]) -> dict[str, Any]:
+    """An Inspect chat message in OpenAI form."""
+    role = message.get("role")
+    if role not in ("system", "user", "assistant", "tool"):
+        raise RecordError(f"a message with role {role!r}")
+    content = message.get("content")
+    if isinstance(content, list):
+        texts = [
+            str(p.get("text") or "")
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text"
+        ]
+        content = "".join(texts) or None
+    out: dict[str, Any] = {"role": role, "content": content}
+    calls = [
+        {
+            "id": call.get("id"),
+            "type": "function",
+            "function": {
+                "name": str(call.get("function")),
+                "arguments": json.dumps(call.get("arguments") or {}),
+            },
+        }
+        for call in message.get("tool_calls") or ()
+    ]
+    if calls:
+        out["tool_calls"] = calls
+    if role == "tool":
+        out["tool_call_id"] = message.get("tool_call_id")
+    return out
+
+
+def _tool(info: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": info["name"], "parameters": info.get("parameters") or {"type": "object"}}
+    if info.get("description"):
+        function["description"] = info["description"]
+    return {"type": "function", "function": function}
