@@ -418,3 +418,17 @@ def test_judge_grade_reads_trace_files_too(spans: list[Any], tmp_path: Path) -> 
     assert len(rows) == 2 and all(r["judge"]["status"] == "ok" for r in rows)
     llm = {format(s.context.span_id, "016x") for s in spans if s.name == "ChatCompletion"}
     assert {r["id"].split(":")[1] for r in rows} == llm
+
+
+def test_the_service_reads_trace_bodies(spans: list[Any]) -> None:
+    from fastapi.testclient import TestClient
+
+    from judge import create_app
+
+    with TestClient(create_app(traces="otel", token="")) as client:
+        reply = client.post("/v1/check", content=otlp_json(spans))
+        assert reply.status_code == 200, reply.text
+        results = reply.json()["results"]
+        assert [r["schema_valid"] for r in results] == [True, None]
+        refused = client.post("/v1/check", content=b"{not json")
+        assert refused.status_code == 422 and "no otel trace could be read" in refused.text

@@ -16,6 +16,7 @@ from judge.cli._judge_options import (
     judge_options,
 )
 from judge.cli._matching import (
+    from_traces_option,
     judge_answers_option,
     judge_trajectory_option,
     trajectory_options,
@@ -60,6 +61,7 @@ def parse_size(ctx: click.Context, param: click.Parameter, value: str | int) -> 
 @judge_trajectory_option
 @judge_answers_option
 @trajectory_options
+@from_traces_option
 @click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
@@ -75,6 +77,7 @@ def serve_command(
     max_request_bytes: int,
     max_cases: int,
     log_level: str,
+    from_format: str | None,
     **options: Any,
 ) -> None:
     """Serve POST /v1/check and /v1/grade (JSON array or NDJSON of cases; results as the CLI
@@ -92,6 +95,7 @@ def serve_command(
         limits=Limits(max_request_bytes=max_request_bytes, max_cases=max_cases),
         match=judge.match,
         env=judge.env,
+        traces=from_format,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 

@@ -54,12 +54,14 @@ def create_app(
     limits: Limits | None = None,
     match: Match | None = None,
     env: EnvironmentFactory | None = None,
+    traces: str | None = None,
 ) -> FastAPI:
     """The service. `judge` grades `/v1/grade` (none: that endpoint answers 503); it is
     entered once when the app starts and closed when it stops. `token` (default: the
     `JUDGE_SERVICE_TOKEN` environment variable) turns bearer auth on. `match` and `env`
     set how `/v1/check` grades trajectories, as `judge check --match/--env` (a judge has its
-    own)."""
+    own). `traces` (a `judge import` format: `otel`, `langsmith`, `inspect`, `openai`) makes
+    request bodies trace data, converted to cases as `judge import` converts them."""
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None
     limits = limits or Limits()
     schemas = SchemaCache()  # validators built once for the app, not once per request
@@ -121,7 +123,7 @@ def create_app(
     @app.post("/v1/check", tags=["grading"], openapi_extra=_openapi_body("`judge check`"))
     async def check(request: Request, source: str = source_query) -> Response:
         """Deterministic checks, as `judge check`."""
-        batch = await read_batch(request, limits, source)
+        batch = await read_batch(request, limits, source, traces)
         if batch.ndjson:
             # A sync iterator: Starlette runs it in a worker thread, off the event loop.
             return StreamingResponse(_chunks(checked(batch)), media_type=NDJSON)
@@ -138,7 +140,7 @@ def create_app(
         calibration gate as the service was started with)."""
         if judge is None:
             raise HTTPException(503, _NO_JUDGE)
-        batch = await read_batch(request, limits, source)
+        batch = await read_batch(request, limits, source, traces)
         if batch.ndjson:
             return _GradeStream(judge.iter_grade(batch.items()))
         items = await run_in_threadpool(lambda: list(batch.items()))  # parsing is CPU work

@@ -64,10 +64,27 @@ def is_ndjson(request: Request) -> bool:
     return media in NDJSON_TYPES
 
 
-async def read_batch(request: Request, limits: Limits, source: str) -> Batch:
+async def read_batch(
+    request: Request, limits: Limits, source: str, traces: str | None = None
+) -> Batch:
     """The request's cases; 413 over the size limit, 400 for a JSON body that does not parse,
-    422 for one that is not an array or holds more cases than allowed."""
+    422 for one that is not an array or holds more cases than allowed. With `traces` (a
+    `judge import` format) the body is trace data, converted to cases (422 when none can be
+    read); the results come back as for the same cases sent as a JSON array."""
     body = await _read_body(request, limits.max_request_bytes)
+    if traces is not None:
+        from judge.traces._import import import_data
+
+        found = await run_in_threadpool(
+            import_data,
+            traces,  # type: ignore[arg-type]
+            [(source, body)],
+        )
+        if not found.cases and found.problems:
+            said = "; ".join(f"{p.source}: {p.why}" for p in found.problems[:5])
+            raise HTTPException(422, f"no {traces} trace could be read: {said}")
+        _check_count(len(found.cases), limits)
+        return Batch(source=source, array=found.cases)
     if is_ndjson(request):
         count = (
             await run_in_threadpool(_count_lines, body)

@@ -38,20 +38,25 @@ class Imported:
 
 def import_traces(fmt: Format, paths: Iterable[str | Path], per: Per = "call") -> Imported:
     """Read every file of `paths` in format `fmt` and make cases of its LLM calls."""
+    return import_data(fmt, ((str(p), Path(p).read_bytes()) for p in paths), per)
+
+
+def import_data(fmt: Format, sources: Iterable[tuple[str, bytes]], per: Per = "call") -> Imported:
+    """The cases of trace data given as (name, contents) pairs (a file, a request body)."""
     found = Imported()
     calls: list[LLMCall] = []
-    for path in map(Path, paths):
-        calls.extend(_read(fmt, path, found))
+    for name, data in sources:
+        calls.extend(_read(fmt, data, name, found))
     found.calls = len(calls)
     found.cases = list(cases_per_call(calls) if per == "call" else cases_per_trace(calls))
     return found
 
 
-def _read(fmt: Format, path: Path, found: Imported) -> Iterator[LLMCall]:
+def _read(fmt: Format, data: bytes, path: str, found: Imported) -> Iterator[LLMCall]:
     if fmt == "inspect":
-        yield from inspect_calls(path, found.problems)
+        yield from inspect_calls(data, path, found.problems)
         return
-    documents = read_documents(path)
+    documents = read_documents(data, path)
     found.problems.extend(documents.problems)
     for line, document in documents.found:
         source = f"{path}:{line}"

@@ -3,11 +3,11 @@ sample, with the tools it was offered, in OpenAI chat form."""
 
 from __future__ import annotations
 
+import io
 import json
 import struct
 import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from judge.traces._calls import LLMCall
@@ -17,11 +17,11 @@ _ZSTD = 93  # the compression Inspect writes `.eval` members with
 _LOCAL_HEADER = struct.Struct("<4s5H3I2H")
 
 
-def inspect_calls(path: Path, problems: list[Problem]) -> Iterator[LLMCall]:
-    """The model calls of every sample of an Inspect log; a sample that cannot be read is
-    reported and skipped."""
+def inspect_calls(data: bytes, path: str, problems: list[Problem]) -> Iterator[LLMCall]:
+    """The model calls of every sample of an Inspect log (`data`, the contents of file
+    `path`); a sample that cannot be read is reported and skipped."""
     try:
-        samples = list(_samples(path))
+        samples = list(_samples(data, path))
     except (OSError, ValueError, zipfile.BadZipFile, KeyError) as exc:
         problems.append(Problem(str(path), f"not an Inspect log: {exc}"))
         return
@@ -32,34 +32,32 @@ def inspect_calls(path: Path, problems: list[Problem]) -> Iterator[LLMCall]:
             problems.append(Problem(where, f"sample {sample.get('id')!r}: {exc}"))
 
 
-def _samples(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
+def _samples(data: bytes, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    if data[:4] == b"PK\x03\x04":
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for info in archive.infolist():
                 if info.filename.startswith("samples/") and info.filename.endswith(".json"):
-                    sample = json.loads(_member(archive, path, info))
+                    sample = json.loads(_member(archive, data, info))
                     yield f"{path}:{info.filename}", sample
         return
-    log = json.loads(path.read_text(encoding="utf-8"))
+    log = json.loads(data)
     if not isinstance(log, dict) or "eval" not in log:
         raise ValueError("a JSON log holds an `eval` object and its `samples`")
     for i, sample in enumerate(log.get("samples") or ()):
         yield f"{path}:samples/{i}", sample
 
 
-def _member(archive: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo) -> bytes:
+def _member(archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo) -> bytes:
     """A member's bytes; zstd-compressed ones (which Python's zipfile cannot read before 3.14)
     decompressed with zstandard."""
     if info.compress_type != _ZSTD:
         return archive.read(info)
     import zstandard
 
-    with path.open("rb") as handle:
-        handle.seek(info.header_offset)
-        fields = _LOCAL_HEADER.unpack(handle.read(_LOCAL_HEADER.size))
-        handle.seek(fields[-2] + fields[-1], 1)  # the name and the extra field
-        data = handle.read(info.compress_size)
-    return zstandard.ZstdDecompressor().decompress(data, max_output_size=info.file_size)
+    fields = _LOCAL_HEADER.unpack_from(data, info.header_offset)
+    start = info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]  # name, extra
+    packed = data[start : start + info.compress_size]
+    return zstandard.ZstdDecompressor().decompress(packed, max_output_size=info.file_size)
 
 
 def _sample_calls(sample: dict[str, Any], where: str) -> Iterator[LLMCall]:

@@ -10,7 +10,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 
@@ -52,11 +51,12 @@ class Documents:
     problems: list[Problem] = field(default_factory=list)
 
 
-def read_documents(path: Path) -> Documents:
-    """Every JSON value in the file: one per line (JSON Lines), several pretty-printed one after
-    another, or one for the whole file. Text that is not JSON is reported (file:line) and
-    skipped up to the next line."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+def read_documents(data: bytes, name: str) -> Documents:
+    """Every JSON value in `data` (the contents of file `name`): one per line (JSON Lines),
+    several pretty-printed one after another, or one for the whole file. Text that is not JSON
+    is reported (name:line) and skipped up to the next line."""
+    text = data.decode("utf-8", errors="replace")
+    path = name
     decoder = json.JSONDecoder()
     out = Documents()
     at, size = 0, len(text)
