@@ -244,7 +244,7 @@ def test_proxy_logs_are_request_response_pairs(tmp_path: Path) -> None:
         "temperature": 0
     }
     [result] = check(logs, "--from", "openai")
-    assert result["schema_valid"] is True
+    assert without_id([result]) == without_id(hand_written(tmp_path)[:1])
 
 
 def test_bad_records_are_reported_and_skipped(spans: list[Any], tmp_path: Path) -> None:
@@ -395,6 +395,7 @@ def test_langsmith_runs_grade_as_the_hand_written_cases(tmp_path: Path) -> None:
     assert found.skipped["run"] == 1  # the chain
     assert [p.why for p in found.problems] == ["not a LangSmith run (no run_type)"]
     first, second = found.cases
+    assert first["id"] == first["meta"]["span_id"]  # the run's own id
     assert first["messages"] == [QUESTION] and first["tools"] == [WEATHER]
     assert second["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
     assert second["meta"]["invocation_parameters"] == {"model": "m", "temperature": 0}

@@ -24,6 +24,8 @@ class LLMCall:
     span_id: str = ""
     start: int = 0
     source: str = ""
+    case_id: str | None = None
+    """The record's own id where it has one (a LangSmith run's); else `<trace_id>:<span_id>`."""
 
 
 def llm_call(span: Span) -> LLMCall | None:

@@ -154,6 +154,8 @@ def cases_per_trace(calls: Iterable[LLMCall]) -> Iterator[dict[str, Any]]:
 
 
 def _call_id(call: LLMCall) -> str:
+    if call.case_id:
+        return call.case_id
     if call.trace_id and call.span_id:
         return f"{call.trace_id}:{call.span_id}"
     return call.trace_id or call.source

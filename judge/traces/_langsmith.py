@@ -45,6 +45,7 @@ def langsmith_call(run: dict[str, Any], source: str) -> LLMCall | None:
         span_id=str(run.get("id") or ""),
         start=iso_nanos(str(run.get("start_time") or "").replace(" ", "T")),
         source=source,
+        case_id=str(run["id"]) if run.get("id") else None,
     )
 
 
