@@ -134,7 +134,7 @@ def test_an_instrumented_openai_client_grades_as_the_hand_written_cases(
     cases = tmp_path / "cases.jsonl"
     done = CliRunner().invoke(main, ["import", "otel", str(traces), "-o", str(cases)])
     assert done.exit_code == 0, done.output
-    assert "2 cases from 2 LLM calls; 1 spans that are not LLM calls skipped" in done.stderr
+    assert "2 cases from 2 LLM calls; 1 records that are not LLM calls skipped" in done.stderr
     rows = [json.loads(line) for line in cases.read_text().splitlines()]
     llm = [s for s in spans if s.attributes.get("openinference.span.kind") == "LLM"]
     trace_id = format(llm[0].context.trace_id, "032x")
@@ -433,3 +433,62 @@ def test_the_service_reads_trace_bodies(spans: list[Any]) -> None:
         assert [r["schema_valid"] for r in results] == [True, None]
         refused = client.post("/v1/check", content=b"{not json")
         assert refused.status_code == 422 and "no otel trace could be read" in refused.text
+
+
+def sdk_span(span_id: str, attributes: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A span as the SDK's `to_json` writes it."""
+    context = {"trace_id": "0x" + "ab" * 16, "span_id": "0x" + span_id * 8, "trace_state": "[]"}
+    return {"name": "span", "context": context, "start_time": "2026-12-01T10:00:00Z",
+            "attributes": attributes, "events": [], **extra}  # fmt: skip
+
+
+def test_odd_spans_are_read_or_reported_one_by_one(tmp_path: Path) -> None:
+    no_tools = {  # an LLM span that offered no tools and got no answer (a failed call)
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "hi",
+    }
+    bad = {  # tool_calls that are not objects: reported, not a crash
+        "openinference.span.kind": "LLM",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0": "oops",
+    }
+    evaluation = sdk_span("03", {}, events=[{"name": "gen_ai.evaluation.result",
+                                             "attributes": {"score": 1}}])  # fmt: skip
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([sdk_span("01", no_tools), sdk_span("02", bad), evaluation]))
+    unreadable = tmp_path / "unreadable.json"
+    unreadable.write_text("\ufeff{not json\n")
+    found = import_traces("otel", [good])
+    [case] = found.cases
+    assert case["tools"] == [] and "response" not in case
+    assert found.skipped["span"] == 1  # the evaluation event is no LLM call
+    [problem] = found.problems
+    assert problem.source == f"{good}:1" and "span 0202020202020202" in problem.why
+    # one unreadable file among several: said, skipped, the others graded (exit 0)
+    done = CliRunner().invoke(main, ["check", "--from", "otel", str(good), str(unreadable)])
+    assert done.exit_code == 0, done.output
+    assert f"skipped {unreadable}:1: not JSON" in done.stderr
+
+
+def test_langsmith_completion_prompts_and_inspect_samples_without_events(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.jsonl"
+    run = {"id": "r1", "trace_id": "t1", "run_type": "llm", "inputs": {"prompts": ["Hi there"]},
+           "outputs": {"generations": [[{"text": "Hello!"}]]}}  # fmt: skip
+    empty = {**run, "id": "r2", "outputs": {"generations": [[]]}}
+    runs.write_text(json.dumps(run) + "\n" + json.dumps(empty) + "\n")
+    first, second = import_traces("langsmith", [runs]).cases
+    assert first["messages"] == [{"role": "user", "content": "Hi there"}]
+    assert first["response"] == {"role": "assistant", "content": "Hello!"}
+    assert "response" not in second
+    log = tmp_path / "log.json"
+    sample = {
+        "id": "s",
+        "epoch": 1,
+        "messages": [QUESTION, {"role": "assistant", "content": ANSWER}],
+    }
+    log.write_text(json.dumps({"eval": {}, "samples": [sample, "not a sample"]}))
+    found = import_traces("inspect", [log])
+    [case] = found.cases
+    assert case["messages"] == [QUESTION] and case["response"]["content"] == ANSWER
+    assert [p.source for p in found.problems] == [f"{log}:samples/1"]

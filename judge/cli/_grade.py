@@ -96,7 +96,8 @@ def grade_command(
     if from_format is not None:  # trace files, converted as `judge import` converts them
         from judge.cli._import import imported
 
-        sources = [imported(from_format, (p,), "call", "grade").cases for p in cases]  # type: ignore[arg-type]
+        found = imported(from_format, cases, "call", "grade")  # type: ignore[arg-type]
+        sources = [each.cases for each in found]
     output = None if output == "-" else output
     if output is not None and any(_same_file(path, output) for path in cases):
         click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)

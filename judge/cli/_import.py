@@ -31,10 +31,16 @@ from judge.traces._import import Format, Per
 )
 def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: str) -> None:
     """Convert FILES in FORMAT into cases: `otel` (OTLP JSON as the Collector's file exporter
-    writes it, or the Python SDK's span JSON; OpenInference or GenAI attributes), `openai`
-    (proxy logs: one {"request", "response"} object per line)."""
+    writes it, or the Python SDK's span JSON; OpenInference or GenAI attributes), `langsmith`
+    (runs as JSON lines), `inspect` (Inspect AI logs, .eval or .json), `openai` (proxy logs: one
+    {"request", "response"} object per line)."""
     require_files(files)
-    found = imported(fmt, files, per, "import")  # type: ignore[arg-type]
+    found = import_traces(fmt, files, per)  # type: ignore[arg-type]
+    for problem in found.problems:
+        click.echo(f"judge import: skipped {problem.source}: {problem.why}", err=True)
+    if not found.cases and found.problems:
+        click.echo(f"judge import: nothing could be read from {', '.join(files)}", err=True)
+        sys.exit(EXIT_UNREADABLE)
     from judge.cases._json import dumps
 
     payload = b"".join(dumps(case) + b"\n" for case in found.cases)
@@ -45,19 +51,19 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
         Path(output).write_bytes(payload)
     skipped = sum(found.skipped.values())
     click.echo(
-        f"judge import: {len(found.cases)} cases from {found.calls} LLM calls; {skipped} spans "
-        f"that are not LLM calls skipped; {len(found.problems)} records unreadable",
+        f"judge import: {len(found.cases)} cases from {found.calls} LLM calls; {skipped} "
+        f"records that are not LLM calls skipped; {len(found.problems)} records unreadable",
         err=True,
     )
 
 
-def imported(fmt: Format, files: tuple[str, ...], per: Per, command: str) -> Imported:
-    """The cases of the trace files; each unreadable record said on standard error (file:line
-    and why); exit 2 only when nothing could be read."""
-    found = import_traces(fmt, files, per)
-    for problem in found.problems:
+def imported(fmt: Format, files: tuple[str, ...], per: Per, command: str) -> list[Imported]:
+    """The cases of each trace file; each unreadable record said on standard error (file:line
+    and why); exit 2 only when nothing at all could be read."""
+    found = [import_traces(fmt, (path,), per) for path in files]
+    for problem in (p for each in found for p in each.problems):
         click.echo(f"judge {command}: skipped {problem.source}: {problem.why}", err=True)
-    if not found.cases and found.problems:
+    if not any(each.cases for each in found) and any(each.problems for each in found):
         click.echo(f"judge {command}: nothing could be read from {', '.join(files)}", err=True)
         sys.exit(EXIT_UNREADABLE)
     return found

@@ -139,10 +139,16 @@ def check_command(
                 Workers(jobs, recipe) if jobs > 1 else InProcess(settings, factory)
             )
             stack.enter_context(grader)
-            for path in cases:
+            traced: list[Any] = [None] * len(cases)
+            if from_format is not None:  # trace files, converted as `judge import` does
+                from judge.cli._import import imported
+
+                found = imported(from_format, cases, "call", "check")  # type: ignore[arg-type]
+                traced = [each.cases for each in found]
+            for path, converted in zip(cases, traced, strict=True):
                 total = line_count(path) if show else None
                 with progress_bar(os.path.basename(path), total, show) as advance:
-                    _check_file(grader, path, summary, sink, advance, from_format)
+                    _check_file(grader, path, summary, sink, advance, converted)
             sink.flush()
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
@@ -166,17 +172,15 @@ def _check_file(
     summary: Summary,
     sink: IO[bytes],
     advance: Callable[[int], None],
-    from_format: str | None = None,
+    traced: list[dict[str, Any]] | None = None,
 ) -> None:
     """Grade one input chunk by chunk, writing the results in input order (a trace file is
     converted to cases first)."""
     with ExitStack() as stack:
-        if from_format is not None:
+        if traced is not None:
             from judge.cases._json import dumps
-            from judge.cli._import import imported
 
-            found = imported(from_format, (path,), "call", "check")  # type: ignore[arg-type]
-            stream: BinaryIO = io.BytesIO(b"".join(dumps(c) + b"\n" for c in found.cases))
+            stream: BinaryIO = io.BytesIO(b"".join(dumps(c) + b"\n" for c in traced))
         elif path == "-":
             stream = sys.stdin.buffer
         else:

@@ -26,6 +26,8 @@ class LLMCall:
     source: str = ""
     case_id: str | None = None
     """The record's own id where it has one (a LangSmith run's); else `<trace_id>:<span_id>`."""
+    group: str | None = None
+    """What `--per trace` groups by when not the trace id (an Inspect sample of one file)."""
 
 
 def llm_call(span: Span) -> LLMCall | None:
@@ -37,7 +39,7 @@ def llm_call(span: Span) -> LLMCall | None:
         found = _openinference(attributes)
     elif "gen_ai.input.messages" in attributes or "gen_ai.output.messages" in attributes:
         found = _genai(attributes)
-    elif any(e.name.startswith("gen_ai.") for e in span.events):
+    elif any(e.name == "gen_ai.choice" or _message_event(e.name) for e in span.events):
         found = _genai_events(span)
     else:
         return None
@@ -144,9 +146,10 @@ def _genai_message(message: Any, where: str) -> list[dict[str, Any]]:
     role, parts = message["role"], message.get("parts")
     if not isinstance(parts, list):
         raise RecordError(f"{where}.parts must be a list")
-    if role == "tool" or any(
-        isinstance(p, dict) and p.get("type") == "tool_call_response" for p in parts
-    ):
+    responses = [p for p in parts if isinstance(p, dict) and p.get("type") == "tool_call_response"]
+    if role == "tool" and not responses:  # a tool's reply written as text parts
+        return [{"role": "tool", "tool_call_id": message.get("id"), "content": _parts_text(parts)}]
+    if responses:
         return [
             {"role": "tool", "tool_call_id": p.get("id"), "content": _as_text(p.get("response"))}
             for p in parts
@@ -180,7 +183,7 @@ def _genai_events(span: Span) -> LLMCall:
             if not isinstance(message, dict):
                 raise RecordError("gen_ai.choice's message is not an object")
             output = _event_message("assistant", message)
-        elif event.name.endswith(".message") and role in ("system", "user", "assistant", "tool"):
+        elif _message_event(event.name):
             messages.append(_event_message(role, attributes))
     return LLMCall(
         messages=messages,
@@ -235,13 +238,15 @@ def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
         node = tree
         parts = key[len(start) :].split(".")
         for i, part in enumerate(parts):
-            step: Any = int(part) if part.isdigit() else part
+            step: Any = int(part) if part.isascii() and part.isdigit() else part
             if i == len(parts) - 1:
                 node[step] = value
             else:
                 node = node.setdefault(step, {})
                 if not isinstance(node, dict):
                     raise RecordError(f"{key}: a value and an object at the same place")
+    if not tree:
+        return []
     listed = _lists(tree, prefix)
     if not isinstance(listed, list):
         raise RecordError(f"{prefix}: expected {prefix}.0, {prefix}.1, ...")
@@ -269,6 +274,14 @@ def decoded(value: Any) -> Any:
         except json.JSONDecodeError:
             return value
     return value
+
+
+def _message_event(name: str) -> bool:
+    role = name.removeprefix("gen_ai.").removesuffix(".message")
+    return name.startswith("gen_ai.") and name.endswith(".message") and role in _ROLES
+
+
+_ROLES = ("system", "user", "assistant", "tool")
 
 
 def _has(attributes: dict[str, Any], *prefixes: str) -> bool:

@@ -9,6 +9,7 @@ with file:line and why, and skipped; the rest is converted.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any, Literal
 from judge.traces._calls import LLMCall, llm_call
 from judge.traces._inspect import inspect_calls
 from judge.traces._langsmith import is_run, langsmith_call
-from judge.traces._spans import Problem, RecordError, read_documents, spans_of
+from judge.traces._spans import Problem, RecordError, raw_spans, read_documents, read_span
 
 Format = Literal["otel", "langsmith", "inspect", "openai"]
 FORMATS: tuple[Format, ...] = ("otel", "langsmith", "inspect", "openai")
@@ -38,7 +39,11 @@ class Imported:
 
 def import_traces(fmt: Format, paths: Iterable[str | Path], per: Per = "call") -> Imported:
     """Read every file of `paths` in format `fmt` and make cases of its LLM calls."""
-    return import_data(fmt, ((str(p), Path(p).read_bytes()) for p in paths), per)
+    return import_data(fmt, ((str(p), _contents(str(p))) for p in paths), per)
+
+
+def _contents(path: str) -> bytes:
+    return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
 
 
 def import_data(fmt: Format, sources: Iterable[tuple[str, bytes]], per: Per = "call") -> Imported:
@@ -63,8 +68,8 @@ def _read(fmt: Format, data: bytes, path: str, found: Imported) -> Iterator[LLMC
         if fmt == "openai":
             try:
                 yield _proxy_pair(document, source)
-            except RecordError as exc:
-                found.problems.append(Problem(source, str(exc)))
+            except Exception as exc:
+                found.problems.append(Problem(source, _why(exc)))
             continue
         if fmt == "langsmith":
             if not is_run(document):
@@ -72,8 +77,8 @@ def _read(fmt: Format, data: bytes, path: str, found: Imported) -> Iterator[LLMC
                 continue
             try:
                 run = langsmith_call(document, source)
-            except RecordError as exc:
-                found.problems.append(Problem(source, f"run {document.get('id')}: {exc}"))
+            except Exception as exc:
+                found.problems.append(Problem(source, f"run {document.get('id')}: {_why(exc)}"))
                 continue
             if run is None:
                 found.skipped["run"] += 1
@@ -81,15 +86,22 @@ def _read(fmt: Format, data: bytes, path: str, found: Imported) -> Iterator[LLMC
                 yield run
             continue
         try:
-            spans = list(spans_of(document, source))
+            spans = raw_spans(document)
         except RecordError as exc:
             found.problems.append(Problem(source, str(exc)))
             continue
-        for span in spans:
+        for kind, raw in spans:  # each span on its own: one bad span drops only itself
+            try:
+                span = read_span(kind, raw, source)
+            except RecordError as exc:
+                found.problems.append(Problem(source, str(exc)))
+                continue
             try:
                 call = llm_call(span)
-            except RecordError as exc:
-                found.problems.append(Problem(source, f"span {span.span_id} ({span.name}): {exc}"))
+            except Exception as exc:  # RecordError, or any malformation of its attributes
+                found.problems.append(
+                    Problem(source, f"span {span.span_id} ({span.name}): {_why(exc)}")
+                )
                 continue
             if call is None:
                 found.skipped["span"] += 1
@@ -106,13 +118,17 @@ def _proxy_pair(document: Any, source: str) -> LLMCall:
     if not isinstance(messages, list):
         raise RecordError("request.messages must be a list")
     choices = response.get("choices") if isinstance(response, dict) else None
-    output = (choices[0] or {}).get("message") if isinstance(choices, list) and choices else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    output = first.get("message") if isinstance(first, dict) else None
     if response is not None and not isinstance(output, dict):
         raise RecordError("response is not a chat completion (no choices[0].message)")
+    tools = request.get("tools") or []
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise RecordError("request.tools must be a list of tools")
     parameters = {k: v for k, v in request.items() if k not in ("messages", "tools", "model")}
     return LLMCall(
         messages=messages,
-        tools=list(request.get("tools") or ()),
+        tools=tools,
         output=output,
         model=request.get("model") if isinstance(request.get("model"), str) else None,
         parameters=parameters,
@@ -139,9 +155,11 @@ def cases_per_trace(calls: Iterable[LLMCall]) -> Iterator[dict[str, Any]]:
     turns, tool results included), the call's answer last."""
     traces: dict[str, list[LLMCall]] = {}
     for call in calls:
-        traces.setdefault(call.trace_id or call.source, []).append(call)
-    for trace_id, found in traces.items():
-        ordered = sorted(found, key=lambda c: c.start)
+        traces.setdefault(call.group or call.trace_id or call.source, []).append(call)
+    for found in traces.values():
+        # By start time; at a tie (or none recorded) the longer input is the later call.
+        ordered = sorted(found, key=lambda c: (c.start, len(c.messages)))
+        trace_id = ordered[-1].trace_id or ordered[-1].source
         last = ordered[-1]
         messages = [*last.messages, *([last.output] if last.output is not None else [])]
         tools: dict[str, dict[str, Any]] = {}
@@ -151,6 +169,10 @@ def cases_per_trace(calls: Iterable[LLMCall]) -> Iterator[dict[str, Any]]:
         meta = _meta(last) | {"llm_calls": len(ordered), "span_ids": [c.span_id for c in ordered]}
         meta.pop("span_id", None)
         yield {"id": trace_id, "messages": messages, "tools": list(tools.values()), "meta": meta}
+
+
+def _why(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__}: {exc}"
 
 
 def _call_id(call: LLMCall) -> str:

@@ -7,7 +7,8 @@ import io
 import json
 import struct
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from judge.traces._calls import LLMCall
@@ -22,29 +23,43 @@ def inspect_calls(data: bytes, path: str, problems: list[Problem]) -> Iterator[L
     `path`); a sample that cannot be read is reported and skipped."""
     try:
         samples = list(_samples(data, path))
-    except (OSError, ValueError, zipfile.BadZipFile, KeyError) as exc:
-        problems.append(Problem(str(path), f"not an Inspect log: {exc}"))
+    except Exception as exc:  # not a zip, not JSON, not a log
+        problems.append(Problem(path, f"not an Inspect log: {type(exc).__name__}: {exc}"))
         return
-    for where, sample in samples:
+    if not samples:
+        problems.append(Problem(path, "the log holds no samples"))
+    for where, load in samples:  # each sample on its own: one bad sample drops only itself
         try:
-            yield from _sample_calls(sample, where)
-        except (RecordError, TypeError, KeyError, AttributeError) as exc:
-            problems.append(Problem(where, f"sample {sample.get('id')!r}: {exc}"))
+            sample = load()
+            if not isinstance(sample, dict):
+                raise RecordError(f"a sample must be an object, not {type(sample).__name__}")
+            calls = list(_sample_calls(sample, where, path))
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__}: {exc}"
+            problems.append(Problem(where, f"a sample that cannot be read: {why}"))
+            continue
+        if not calls:
+            problems.append(Problem(where, "a sample with no model call and no messages"))
+        yield from calls
 
 
-def _samples(data: bytes, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _samples(data: bytes, path: str) -> Iterator[tuple[str, Callable[[], Any]]]:
+    """Each sample's place and how to read it."""
     if data[:4] == b"PK\x03\x04":
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            for info in archive.infolist():
-                if info.filename.startswith("samples/") and info.filename.endswith(".json"):
-                    sample = json.loads(_member(archive, data, info))
-                    yield f"{path}:{info.filename}", sample
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        for info in archive.infolist():
+            if info.filename.startswith("samples/") and info.filename.endswith(".json"):
+                yield f"{path}:{info.filename}", partial(_load_member, archive, data, info)
         return
     log = json.loads(data)
     if not isinstance(log, dict) or "eval" not in log:
         raise ValueError("a JSON log holds an `eval` object and its `samples`")
     for i, sample in enumerate(log.get("samples") or ()):
-        yield f"{path}:samples/{i}", sample
+        yield f"{path}:samples/{i}", partial(lambda s: s, sample)
+
+
+def _load_member(archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo) -> Any:
+    return json.loads(_member(archive, data, info))
 
 
 def _member(archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo) -> bytes:
@@ -60,10 +75,24 @@ def _member(archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo) -> byt
     return zstandard.ZstdDecompressor().decompress(packed, max_output_size=info.file_size)
 
 
-def _sample_calls(sample: dict[str, Any], where: str) -> Iterator[LLMCall]:
+def _sample_calls(sample: dict[str, Any], where: str, path: str) -> Iterator[LLMCall]:
     pool = (sample.get("events_data") or {}).get("messages") or []
     key = f"{sample['id']}:{sample.get('epoch', 1)}"
+    group = f"{path}:{key}"  # the same sample id in two logs is two traces
     events = [e for e in sample.get("events") or () if e.get("event") == "model"]
+    if not events and sample.get("messages"):  # no events recorded: the sample's messages
+        messages = [message_of(m) for m in sample["messages"]]
+        last = messages[-1] if messages[-1]["role"] == "assistant" else None
+        yield LLMCall(
+            messages=messages[:-1] if last else messages,
+            tools=[],
+            output=last,
+            trace_id=key,
+            span_id="0",
+            source=where,
+            group=group,
+        )
+        return
     for n, event in enumerate(events):
         inputs = event.get("input") or [
             message for start, end in event.get("input_refs") or () for message in pool[start:end]
@@ -80,6 +109,7 @@ def _sample_calls(sample: dict[str, Any], where: str) -> Iterator[LLMCall]:
             span_id=str(n),
             start=n,
             source=where,
+            group=group,
         )
 
 

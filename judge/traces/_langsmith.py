@@ -11,8 +11,16 @@ from judge.traces._calls import LLMCall
 from judge.traces._spans import RecordError, iso_nanos
 
 LLM_RUNS = ("llm", "chat")
-_ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant",
-          "system": "system", "tool": "tool", "function": "tool"}  # fmt: skip
+_ROLES = {
+    "human": "user",
+    "user": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "tool",
+}
 
 
 def is_run(document: Any) -> bool:
@@ -36,7 +44,11 @@ def langsmith_call(run: dict[str, Any], source: str) -> LLMCall | None:
     tools = parameters.pop("tools", None) or inputs.get("tools") or []
     model = parameters.get("model") or parameters.get("model_name") or inputs.get("model")
     return LLMCall(
-        messages=[message_of(m) for m in messages],
+        # a completion model's prompts are text: each a user message
+        messages=[
+            {"role": "user", "content": m} if isinstance(m, str) else message_of(m)
+            for m in messages
+        ],  # fmt: skip
         tools=[t for t in tools if isinstance(t, dict)],
         output=_output(outputs),
         model=model if isinstance(model, str) else None,
@@ -57,7 +69,10 @@ def _output(outputs: dict[str, Any]) -> dict[str, Any] | None:
         return message_of(choices[0].get("message") or {})
     generations = outputs.get("generations")
     if isinstance(generations, list) and generations:  # LangChain's LLMResult
-        first = generations[0][0] if isinstance(generations[0], list) else generations[0]
+        batch = generations[0] if isinstance(generations[0], list) else generations
+        if not batch:
+            return None
+        first = batch[0]
         if isinstance(first, dict) and isinstance(first.get("message"), dict):
             return message_of(first["message"])
         if isinstance(first, dict):
@@ -90,7 +105,9 @@ def message_of(message: Any) -> dict[str, Any]:
         raise RecordError(f"a message of unknown kind {kind!r}")
     content = body.get("content")
     if isinstance(content, list):
-        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict)) or None
+        texts = [p if isinstance(p, str) else str(p.get("text") or "") for p in content
+                 if isinstance(p, str | dict)]  # fmt: skip
+        content = "".join(texts) or None
     out: dict[str, Any] = {"role": role, "content": content}
     calls = _calls(body)
     if calls:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -55,17 +54,19 @@ def read_documents(data: bytes, name: str) -> Documents:
     """Every JSON value in `data` (the contents of file `name`): one per line (JSON Lines),
     several pretty-printed one after another, or one for the whole file. Text that is not JSON
     is reported (name:line) and skipped up to the next line."""
-    text = data.decode("utf-8", errors="replace")
+    text = data.decode("utf-8-sig", errors="replace")
     path = name
     decoder = json.JSONDecoder()
     out = Documents()
     at, size = 0, len(text)
+    line, counted = 1, 0  # the line of `counted`: newlines are counted once, as `at` moves on
     while True:
         while at < size and text[at] in " \t\r\n":
             at += 1
         if at >= size:
             return out
-        line = text.count("\n", 0, at) + 1
+        line += text.count("\n", counted, at)
+        counted = at
         try:
             value, end = decoder.raw_decode(text, at)
         except json.JSONDecodeError as exc:
@@ -77,43 +78,64 @@ def read_documents(data: bytes, name: str) -> Documents:
         at = end
 
 
-def spans_of(document: Any, source: str) -> Iterator[Span]:
-    """The spans of one document: OTLP JSON (`resourceSpans`, or a bare OTLP span), or the SDK's
-    span JSON. Raises `RecordError` for any other document."""
+def raw_spans(document: Any) -> list[tuple[str, Any]]:
+    """The spans of one document, each as (`otlp` or `sdk`, its JSON) to be read on its own:
+    OTLP JSON (`resourceSpans`, or a bare OTLP span), or the SDK's span JSON (one, or an array).
+    Raises `RecordError` for any other document."""
     if isinstance(document, dict) and "resourceSpans" in document:
-        for resource in document.get("resourceSpans") or ():
-            scopes = resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or ()
-            for scope in scopes:
-                for span in scope.get("spans") or ():
-                    yield _otlp_span(span, source)
-    elif isinstance(document, dict) and "traceId" in document and "spanId" in document:
-        yield _otlp_span(document, source)
-    elif isinstance(document, dict) and isinstance(document.get("context"), dict):
-        yield _sdk_span(document, source)
-    elif isinstance(document, list):  # a JSON array of SDK spans
-        for item in document:
-            yield from spans_of(item, source)
-    else:
-        kind = type(document).__name__ if not isinstance(document, dict) else "object"
-        raise RecordError(f"not an OpenTelemetry span or resourceSpans document (a JSON {kind})")
+        found: list[tuple[str, Any]] = []
+        for resource in _objects(document.get("resourceSpans"), "resourceSpans"):
+            scopes = resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans")
+            for scope in _objects(scopes, "scopeSpans"):
+                found.extend(("otlp", span) for span in _list(scope.get("spans"), "spans"))
+        return found
+    if isinstance(document, dict) and "traceId" in document and "spanId" in document:
+        return [("otlp", document)]
+    if isinstance(document, dict) and isinstance(document.get("context"), dict):
+        return [("sdk", document)]
+    if isinstance(document, list):  # a JSON array of SDK spans
+        return [found for item in document for found in raw_spans(item)]
+    kind = type(document).__name__ if not isinstance(document, dict) else "object"
+    raise RecordError(f"not an OpenTelemetry span or resourceSpans document (a JSON {kind})")
+
+
+def read_span(kind: str, span: Any, source: str) -> Span:
+    """One span of `raw_spans`; raises `RecordError` when it cannot be read."""
+    if not isinstance(span, dict):
+        raise RecordError(f"a span must be an object, not {type(span).__name__}")
+    try:
+        return _otlp_span(span, source) if kind == "otlp" else _sdk_span(span, source)
+    except RecordError:
+        raise
+    except Exception as exc:  # any other malformation of this one span
+        raise RecordError(f"a span that cannot be read: {type(exc).__name__}: {exc}") from None
+
+
+def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+    return [item for item in _list(value, where) if isinstance(item, dict)]
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RecordError(f"{where} must be a list")
+    return value
 
 
 def _otlp_span(span: dict[str, Any], source: str) -> Span:
-    try:
-        return Span(
-            trace_id=_hex_id(span.get("traceId")),
-            span_id=_hex_id(span.get("spanId")),
-            name=str(span.get("name", "")),
-            start=int(span.get("startTimeUnixNano") or 0),
-            attributes=otlp_attributes(span.get("attributes") or ()),
-            events=tuple(
-                Event(str(e.get("name", "")), otlp_attributes(e.get("attributes") or ()))
-                for e in span.get("events") or ()
-            ),
-            source=source,
-        )
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise RecordError(f"an OTLP span that cannot be read: {exc}") from None
+    return Span(
+        trace_id=_hex_id(span.get("traceId")),
+        span_id=_hex_id(span.get("spanId")),
+        name=str(span.get("name", "")),
+        start=int(span.get("startTimeUnixNano") or 0),
+        attributes=otlp_attributes(span.get("attributes") or ()),
+        events=tuple(
+            Event(str(e.get("name", "")), otlp_attributes(e.get("attributes") or ()))
+            for e in span.get("events") or ()
+        ),
+        source=source,
+    )
 
 
 def _sdk_span(span: dict[str, Any], source: str) -> Span:
