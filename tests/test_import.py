@@ -492,3 +492,22 @@ def test_langsmith_completion_prompts_and_inspect_samples_without_events(tmp_pat
     [case] = found.cases
     assert case["messages"] == [QUESTION] and case["response"]["content"] == ANSWER
     assert [p.source for p in found.problems] == [f"{log}:samples/1"]
+
+
+def test_documents_are_read_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from judge.traces import _spans
+    from judge.traces._spans import Problem, iter_documents
+
+    monkeypatch.setattr(_spans, "_CHUNK", 7)  # every document cut by chunk boundaries
+    docs = [{"n": i, "text": "é" * (i % 5), "list": [1, {"k": "v"}]} for i in range(30)]
+    text = "\n".join(json.dumps(d) for d in docs[:10]) + "\n{not json\n"
+    text += "".join(json.dumps(d, indent=2) + "\n" for d in docs[10:])
+    problems: list[Problem] = []
+    found = list(iter_documents(io.BytesIO(text.encode()), "f.jsonl", problems))
+    assert [value for _, value in found] == docs
+    assert [p.source for p in problems] == ["f.jsonl:11"]
+    lines = text.split("\n")
+    assert all(json.loads(lines[number - 1]) == value for number, value in found[:10])
+    assert found[10][0] == 12 and lines[11] == "{"  # the first pretty one starts on line 12

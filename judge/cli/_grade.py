@@ -93,11 +93,12 @@ def grade_command(
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
     sources: list[Any] = list(cases)
+    reader = None
     if from_format is not None:  # trace files, converted as `judge import` converts them
-        from judge.cli._import import imported
+        from judge.cli._import import TraceReader
 
-        found = imported(from_format, cases, "call", "grade")  # type: ignore[arg-type]
-        sources = [each.cases for each in found]
+        reader = TraceReader(from_format, "grade")
+        sources = [reader.cases_of(path) for path in cases]  # read as they are graded
     output = None if output == "-" else output
     if output is not None and any(_same_file(path, output) for path in cases):
         click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)
@@ -132,6 +133,8 @@ def grade_command(
     summary = Summary()
     try:
         asyncio.run(_grade(judge, cases, output, summary, sources))
+        if reader is not None:
+            reader.finish(cases)
     except JudgeEndpointError as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_ENDPOINT)
@@ -177,9 +180,7 @@ async def _grade(
     try:
         async with judge:
             for path, source in zip(cases, sources, strict=True):
-                total = (
-                    (line_count(path) if isinstance(source, str) else len(source)) if show else None
-                )
+                total = line_count(path) if show and isinstance(source, str) else None
                 with progress_bar(
                     os.path.basename(path), total and total - len(skip), show
                 ) as step:

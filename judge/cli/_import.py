@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, BinaryIO, cast
 
 import click
 
 from judge.cli._common import EXIT_UNREADABLE, require_files
 from judge.traces import FORMATS, Imported, import_traces
-from judge.traces._import import Format, Per
+from judge.traces._import import Format, iter_import
 
 
 @click.command("import")
@@ -57,16 +60,42 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
     )
 
 
-def imported(fmt: Format, files: tuple[str, ...], per: Per, command: str) -> list[Imported]:
-    """The cases of each trace file; each unreadable record said on standard error (file:line
-    and why); exit 2 only when nothing at all could be read."""
-    found = [import_traces(fmt, (path,), per) for path in files]
-    for problem in (p for each in found for p in each.problems):
-        click.echo(f"judge {command}: skipped {problem.source}: {problem.why}", err=True)
-    if not any(each.cases for each in found) and any(each.problems for each in found):
-        click.echo(f"judge {command}: nothing could be read from {', '.join(files)}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    return found
+class TraceReader:
+    """Trace files read as cases for `--from`, one case at a time (a file is never held whole):
+    each unreadable record said on standard error (file:line and why) once its file is read;
+    `finish` exits 2 only when nothing at all could be read."""
+
+    def __init__(self, fmt: str, command: str) -> None:
+        self.fmt: Format = fmt  # type: ignore[assignment]
+        self.command = command
+        self.cases = 0
+        self.problems = 0
+
+    def cases_of(self, path: str) -> Iterator[dict[str, Any]]:
+        found = Imported()
+        for case in iter_import(self.fmt, (path,), found):
+            self.cases += 1
+            yield case
+        self.problems += len(found.problems)
+        for problem in found.problems:
+            click.echo(f"judge {self.command}: skipped {problem.source}: {problem.why}", err=True)
+
+    def spooled(self, path: str) -> BinaryIO:
+        """The cases of `path` as a JSON Lines stream, spooled to disk past 16 MB."""
+        from judge.cases._json import dumps
+
+        spool = tempfile.SpooledTemporaryFile(max_size=16 << 20)  # noqa: SIM115 (returned)
+        for case in self.cases_of(path):
+            spool.write(dumps(case) + b"\n")
+        spool.seek(0)
+        return cast(BinaryIO, spool)
+
+    def finish(self, files: tuple[str, ...]) -> None:
+        if not self.cases and self.problems:
+            click.echo(
+                f"judge {self.command}: nothing could be read from {', '.join(files)}", err=True
+            )
+            sys.exit(EXIT_UNREADABLE)
 
 
 COMMANDS = (import_command,)

@@ -8,7 +8,6 @@ SDK, FastAPI or the statistics libraries.
 from __future__ import annotations
 
 import importlib
-import io
 import os
 import sys
 from collections.abc import Callable
@@ -139,16 +138,18 @@ def check_command(
                 Workers(jobs, recipe) if jobs > 1 else InProcess(settings, factory)
             )
             stack.enter_context(grader)
-            traced: list[Any] = [None] * len(cases)
+            reader = None
             if from_format is not None:  # trace files, converted as `judge import` does
-                from judge.cli._import import imported
+                from judge.cli._import import TraceReader
 
-                found = imported(from_format, cases, "call", "check")  # type: ignore[arg-type]
-                traced = [each.cases for each in found]
-            for path, converted in zip(cases, traced, strict=True):
+                reader = TraceReader(from_format, "check")
+            for path in cases:
                 total = line_count(path) if show else None
                 with progress_bar(os.path.basename(path), total, show) as advance:
-                    _check_file(grader, path, summary, sink, advance, converted)
+                    traced = reader.spooled(path) if reader is not None else None
+                    _check_file(grader, path, summary, sink, advance, traced)
+            if reader is not None:
+                reader.finish(cases)
             sink.flush()
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
@@ -172,15 +173,13 @@ def _check_file(
     summary: Summary,
     sink: IO[bytes],
     advance: Callable[[int], None],
-    traced: list[dict[str, Any]] | None = None,
+    traced: BinaryIO | None = None,
 ) -> None:
     """Grade one input chunk by chunk, writing the results in input order (a trace file is
     converted to cases first)."""
     with ExitStack() as stack:
         if traced is not None:
-            from judge.cases._json import dumps
-
-            stream: BinaryIO = io.BytesIO(b"".join(dumps(c) + b"\n" for c in traced))
+            stream: BinaryIO = stack.enter_context(traced)
         elif path == "-":
             stream = sys.stdin.buffer
         else:

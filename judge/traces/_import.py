@@ -9,17 +9,18 @@ with file:line and why, and skipped; the rest is converted.
 
 from __future__ import annotations
 
+import io
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from judge.traces._calls import LLMCall, llm_call
 from judge.traces._inspect import inspect_calls
 from judge.traces._langsmith import is_run, langsmith_call
-from judge.traces._spans import Problem, RecordError, raw_spans, read_documents, read_span
+from judge.traces._spans import Problem, RecordError, iter_documents, raw_spans, read_span
 
 Format = Literal["otel", "langsmith", "inspect", "openai"]
 FORMATS: tuple[Format, ...] = ("otel", "langsmith", "inspect", "openai")
@@ -39,31 +40,50 @@ class Imported:
 
 def import_traces(fmt: Format, paths: Iterable[str | Path], per: Per = "call") -> Imported:
     """Read every file of `paths` in format `fmt` and make cases of its LLM calls."""
-    return import_data(fmt, ((str(p), _contents(str(p))) for p in paths), per)
+    found = Imported()
+    found.cases = list(iter_import(fmt, paths, found, per))
+    return found
 
 
-def _contents(path: str) -> bytes:
-    return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+def iter_import(
+    fmt: Format, paths: Iterable[str | Path], found: Imported, per: Per = "call"
+) -> Iterator[dict[str, Any]]:
+    """The cases of the files, one at a time: with `--per call` as each LLM call is read (a
+    file is read a chunk at a time), with `--per trace` once every file is read. `found`
+    collects what was skipped and why (its `cases` stay empty)."""
+    calls = (call for path in paths for call in _read_file(fmt, str(path), found))
+    if per == "call":
+        for call in calls:
+            found.calls += 1
+            yield from cases_per_call([call])
+        return
+    collected = list(calls)
+    found.calls += len(collected)
+    yield from cases_per_trace(collected)
 
 
 def import_data(fmt: Format, sources: Iterable[tuple[str, bytes]], per: Per = "call") -> Imported:
-    """The cases of trace data given as (name, contents) pairs (a file, a request body)."""
+    """The cases of trace data given as (name, contents) pairs (a request body)."""
     found = Imported()
-    calls: list[LLMCall] = []
-    for name, data in sources:
-        calls.extend(_read(fmt, data, name, found))
+    calls = [call for name, data in sources for call in _read(fmt, io.BytesIO(data), name, found)]
     found.calls = len(calls)
     found.cases = list(cases_per_call(calls) if per == "call" else cases_per_trace(calls))
     return found
 
 
-def _read(fmt: Format, data: bytes, path: str, found: Imported) -> Iterator[LLMCall]:
-    if fmt == "inspect":
-        yield from inspect_calls(data, path, found.problems)
+def _read_file(fmt: Format, path: str, found: Imported) -> Iterator[LLMCall]:
+    if path == "-":
+        yield from _read(fmt, sys.stdin.buffer, path, found)
         return
-    documents = read_documents(data, path)
-    found.problems.extend(documents.problems)
-    for line, document in documents.found:
+    with Path(path).open("rb") as handle:
+        yield from _read(fmt, handle, path, found)
+
+
+def _read(fmt: Format, handle: BinaryIO, path: str, found: Imported) -> Iterator[LLMCall]:
+    if fmt == "inspect":  # a zip, read whole
+        yield from inspect_calls(handle.read(), path, found.problems)
+        return
+    for line, document in iter_documents(handle, path, found.problems):
         source = f"{path}:{line}"
         if fmt == "openai":
             try:

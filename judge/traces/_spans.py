@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import json
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 
 class RecordError(ValueError):
@@ -41,40 +43,52 @@ class Problem:
     why: str
 
 
-@dataclass
-class Documents:
-    """The JSON documents of a file, each with the line it starts on, and what could not be
-    decoded."""
-
-    found: list[tuple[int, Any]] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+_CHUNK = 1 << 20  # characters read at a time
+_LARGEST = 256 << 20  # a document longer than this is refused rather than held in memory
 
 
-def read_documents(data: bytes, name: str) -> Documents:
-    """Every JSON value in `data` (the contents of file `name`): one per line (JSON Lines),
-    several pretty-printed one after another, or one for the whole file. Text that is not JSON
-    is reported (name:line) and skipped up to the next line."""
-    text = data.decode("utf-8-sig", errors="replace")
-    path = name
+def iter_documents(
+    handle: BinaryIO, name: str, problems: list[Problem]
+) -> Iterator[tuple[int, Any]]:
+    """Every JSON value of the stream `handle` (file `name`), with the line it starts on: one per
+    line (JSON Lines), several pretty-printed one after another, or one for the whole file.
+    Read a chunk at a time, so memory holds one document, not the file. Text that is not JSON
+    is reported (name:line) in `problems` and skipped up to the next line."""
     decoder = json.JSONDecoder()
-    out = Documents()
-    at, size = 0, len(text)
-    line, counted = 1, 0  # the line of `counted`: newlines are counted once, as `at` moves on
+    text_of = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+    buffer, at, line, ended = "", 0, 1, False
     while True:
-        while at < size and text[at] in " \t\r\n":
-            at += 1
-        if at >= size:
-            return out
-        line += text.count("\n", counted, at)
-        counted = at
+        while True:  # skip blank space, reading on as needed
+            while at < len(buffer) and buffer[at] in " \t\r\n":
+                line += buffer[at] == "\n"
+                at += 1
+            if at < len(buffer) or ended:
+                break
+            buffer, at = buffer[at:], 0
+            chunk = handle.read(_CHUNK)
+            ended = not chunk
+            buffer += text_of.decode(chunk, final=ended)
+        if at >= len(buffer):
+            return
         try:
-            value, end = decoder.raw_decode(text, at)
+            value, end = decoder.raw_decode(buffer, at)
         except json.JSONDecodeError as exc:
-            out.problems.append(Problem(f"{path}:{line}", f"not JSON: {exc.msg}"))
-            newline = text.find("\n", at)
-            at = size if newline < 0 else newline + 1
+            # Failing on the buffer's last line, the document may be cut by the chunk: read on
+            # (JSON text never holds a raw newline, so an error with a line after it is real).
+            if not ended and "\n" not in buffer[exc.pos :] and len(buffer) - at < _LARGEST:
+                buffer, at = buffer[at:], 0
+                chunk = handle.read(_CHUNK)
+                ended = not chunk
+                buffer += text_of.decode(chunk, final=ended)
+                continue
+            problems.append(Problem(f"{name}:{line}", f"not JSON: {exc.msg}"))
+            newline = buffer.find("\n", at)
+            if newline < 0:
+                return
+            at = newline  # the newline itself is counted by the blank-space skip
             continue
-        out.found.append((line, value))
+        yield line, value
+        line += buffer.count("\n", at, end)
         at = end
 
 
