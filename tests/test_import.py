@@ -511,3 +511,35 @@ def test_documents_are_read_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -
     lines = text.split("\n")
     assert all(json.loads(lines[number - 1]) == value for number, value in found[:10])
     assert found[10][0] == 12 and lines[11] == "{"  # the first pretty one starts on line 12
+
+
+def test_openllmetry_indexed_attributes(tmp_path: Path) -> None:
+    attributes = {
+        "llm.request.type": "chat",
+        "gen_ai.request.model": "m",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": QUESTION["content"],
+        "gen_ai.prompt.1.role": "assistant",
+        "gen_ai.prompt.1.tool_calls.0.id": "call_1",
+        "gen_ai.prompt.1.tool_calls.0.name": "get_weather",
+        "gen_ai.prompt.1.tool_calls.0.arguments": '{"city": "Paris"}',
+        "gen_ai.prompt.2.role": "tool",
+        "gen_ai.prompt.2.content": RESULT["content"],
+        "gen_ai.prompt.2.tool_call_id": "call_1",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": ANSWER,
+        "llm.request.functions.0.name": "get_weather",
+        "llm.request.functions.0.description": "Current weather of a city.",
+        "llm.request.functions.0.parameters": json.dumps(WEATHER["function"]["parameters"]),
+    }
+    traces = tmp_path / "openllmetry.json"
+    traces.write_text(json.dumps(sdk_span("01", attributes)))
+    [case] = import_traces("otel", [traces]).cases
+    assert case["messages"][1]["tool_calls"] == [CALL]
+    assert case["messages"][2] == {"role": "tool", "content": RESULT["content"],
+                                   "tool_call_id": "call_1"}  # fmt: skip
+    assert case["tools"] == [WEATHER] and case["response"]["content"] == ANSWER
+    hand = hand_written(tmp_path)[1:]
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    assert without_id(check(path)) == without_id(hand)

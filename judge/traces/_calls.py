@@ -39,6 +39,8 @@ def llm_call(span: Span) -> LLMCall | None:
         found = _openinference(attributes)
     elif "gen_ai.input.messages" in attributes or "gen_ai.output.messages" in attributes:
         found = _genai(attributes)
+    elif _has(attributes, "gen_ai.prompt.", "gen_ai.completion."):
+        found = _openllmetry(attributes)
     elif any(e.name == "gen_ai.choice" or _message_event(e.name) for e in span.events):
         found = _genai_events(span)
     else:
@@ -168,6 +170,56 @@ def _genai_message(message: Any, where: str) -> list[dict[str, Any]]:
     if calls:
         out["tool_calls"] = calls
     return [out]
+
+
+def _openllmetry(attributes: dict[str, Any]) -> LLMCall:
+    """OpenLLMetry's indexed form: `gen_ai.prompt.N.{role,content,tool_calls.M.*}`,
+    `gen_ai.completion.N.*`, tools as `llm.request.functions.N.{name,description,parameters}`."""
+
+    def message(node: dict[str, Any], where: str) -> dict[str, Any]:
+        if not isinstance(node.get("role"), str):
+            raise RecordError(f"{where}.role is missing")
+        out: dict[str, Any] = {
+            "role": node["role"],
+            "content": _as_text(decoded(node.get("content"))),
+        }
+        calls = [
+            {
+                "id": call.get("id"),
+                "type": "function",
+                "function": {
+                    "name": str(call.get("name")),
+                    "arguments": _arguments(call.get("arguments")),
+                },
+            }
+            for call in node.get("tool_calls") or ()
+            if isinstance(call, dict)
+        ]
+        if calls:
+            out["tool_calls"] = calls
+        if node.get("tool_call_id") is not None:
+            out["tool_call_id"] = node["tool_call_id"]
+        return out
+
+    prompts = indexed(attributes, "gen_ai.prompt")
+    completions = indexed(attributes, "gen_ai.completion")
+    tools = []
+    for function in indexed(attributes, "llm.request.functions"):
+        spec = {"name": str(function.get("name"))}
+        if function.get("description"):
+            spec["description"] = function["description"]
+        parameters = decoded(function.get("parameters"))
+        spec_tool: dict[str, Any] = {"type": "function", "function": spec}
+        if isinstance(parameters, dict):
+            spec_tool["function"]["parameters"] = parameters
+        tools.append(spec_tool)
+    return LLMCall(
+        messages=[message(m, f"gen_ai.prompt.{i}") for i, m in enumerate(prompts)],
+        tools=tools,
+        output=message(completions[0], "gen_ai.completion.0") if completions else None,
+        model=_text_or_none(attributes.get("gen_ai.request.model")),
+        parameters=_genai_parameters(attributes),
+    )
 
 
 def _genai_events(span: Span) -> LLMCall:
