@@ -8,7 +8,7 @@ import difflib
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from itertools import permutations
 from math import perm
 from operator import getitem
@@ -102,10 +102,12 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=1024)
 def call_scores(matched: int, calls: int, expected: int) -> dict[str, Any] | None:
     """Partial credit from the one-to-one pairing: `matched` calls (name and every expected
     argument right) over the `calls` made (precision) and the `expected` calls (recall), and
-    their F1; None when nothing was expected. With no call made, precision is 0."""
+    their F1; None when nothing was expected. With no call made, precision is 0. The dict is
+    shared between results (cached): read it, never change it."""
     if not expected:
         return None
     precision = matched / calls if calls else 0.0
