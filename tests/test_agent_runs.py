@@ -421,3 +421,10 @@ def test_an_agent_that_swallows_the_step_limit_still_hit_it(
     assert "StepLimit" in {f["kind"] for f in record["failures"]}
     # what JSON cannot hold is written as text: the record is never lost
     assert isinstance(record["transcript"][-1]["note"], str)
+
+
+def test_max_steps_without_an_agent_loop_is_refused(shop: AgentServer, tmp_path: Path) -> None:
+    cases = write(tmp_path / "c.jsonl", REFUND)
+    done = run(shop, cases, "--models", "agent/good", "--max-steps", "3")
+    assert done.exit_code == 2 and "add --env or --agent" in done.stderr
+    assert not shop.chats

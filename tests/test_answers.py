@@ -239,3 +239,22 @@ def test_the_fingerprint_covers_the_answer_rubric_when_answers_are_judged(tmp_pa
     assert judging.fingerprint()["answer_rubric"]["name"] == "answer"
     assert plain.fingerprint(answers=True) == judging.fingerprint()
     assert judging.fingerprint(answers=False) == plain.fingerprint()
+
+
+def test_an_uncertain_answer_is_escalated(server: ChatServer, tmp_path: Path) -> None:
+    # The first judge's JSON verdicts carry no confidence, so every one abstains; the second
+    # answers again exactly those, the answer included.
+    lied = conversation("Your refund has been issued.", refunded=False)
+    with serving(fabrication_spotter) as strong:
+        second = make_judge(strong, tmp_path, model="strong", cache=False)
+        cascade = make_judge(
+            server, tmp_path, answers=True, abstain_below=0.9, escalation=second, logprobs=False
+        )
+        [result] = run(cascade, [lied])
+        asked = [r.body for r in strong.chat_requests]
+    outcome = result.judge
+    assert outcome is not None and outcome.answer is not None
+    assert (outcome.answer.verdict, outcome.answer.escalated) == ("incorrect", True)
+    assert outcome.answer.category == "fabricated_action"
+    assert any("<final_reply>" in json.dumps(b) for b in asked)
+    assert outcome.escalated == 2  # the selection and the answer

@@ -431,6 +431,11 @@ def test_the_service_reads_trace_bodies(spans: list[Any]) -> None:
         assert reply.status_code == 200, reply.text
         results = reply.json()["results"]
         assert [r["schema_valid"] for r in results] == [True, None]
+        assert "X-Judge-Skipped-Records" not in reply.headers
+        partly = client.post("/v1/check", content=otlp_json(spans).encode() + b"\n{not json\n")
+        assert partly.status_code == 200 and len(partly.json()["results"]) == 2
+        assert partly.headers["X-Judge-Skipped-Records"] == "1"
+        assert "not JSON" in partly.headers["X-Judge-Skipped-First"]
         refused = client.post("/v1/check", content=b"{not json")
         assert refused.status_code == 422 and "no otel trace could be read" in refused.text
 

@@ -172,6 +172,10 @@ def run_command(
     env_spec = judging["env"]
     match, factory = _trajectory(judging, "run")
     loop = _loop(env_spec, factory, agent, max_steps)
+    given = click.get_current_context().get_parameter_source("max_steps")
+    if loop is None and given == click.core.ParameterSource.COMMANDLINE:
+        click.echo("judge run: --max-steps is for agent runs: add --env or --agent", err=True)
+        sys.exit(EXIT_UNREADABLE)
     names = list(dict.fromkeys(m.strip() for m in models.split(",") if m.strip()))
     if not names:
         raise click.BadParameter("name at least one model", param_hint="--models")

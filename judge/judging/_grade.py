@@ -380,8 +380,12 @@ class Judge:
             selection = abstained(selection, cuts["selection"])
         escalated = Escalated()
         if self.escalation is not None and error is None:
-            escalated = await self.escalation.reask(case, checked, selection, arguments)
-            selection, arguments = escalated.selection, escalated.arguments
+            escalated = await self.escalation.reask(case, checked, selection, arguments, answer)
+            selection, arguments, answer = (
+                escalated.selection,
+                escalated.arguments,
+                escalated.answer,
+            )
         outcome = JudgeOutcome(
             status="judge_error" if error else "ok",
             selection=selection,
@@ -447,23 +451,32 @@ class Judge:
         checked: CaseResult,
         selection: SelectionVerdict | None,
         arguments: list[ArgumentVerdict],
+        answer: AnswerVerdict | None = None,
     ) -> Escalated:
         """As the escalation judge: answer again exactly the `uncertain` verdicts of another
         judge (only the questions they need), keeping this judge's verdicts for them. A
         verdict it cannot give stays uncertain."""
         unsure_selection = selection is not None and selection.verdict == "uncertain"
         unsure_calls = {a.call for a in arguments if a.verdict == "uncertain"}
-        if not unsure_selection and not unsure_calls:
-            return Escalated(selection, arguments)
+        unsure_answer = answer is not None and answer.verdict == "uncertain"
+        if not unsure_selection and not unsure_calls and not unsure_answer:
+            return Escalated(selection, arguments, answer=answer)
         try:
-            asked = self.questions(case, checked).questions
+            asked = questions_for(
+                case,
+                checked,
+                self.rubrics,
+                judge_broken=self.judge_broken,
+                answers=unsure_answer,
+            ).questions
         except (TemplateError, ShapeError):
-            return Escalated(selection, arguments)
+            return Escalated(selection, arguments, answer=answer)
         needed = [
             q
             for q in asked
             if (q.dimension == "selection" and unsure_selection)
             or (q.dimension == "arguments" and unsure_calls & set(q.calls))
+            or (q.dimension == "answer" and unsure_answer)
         ]
         tally: Counter[str] = Counter()
         answered = await self._answered(needed, tally)
@@ -477,7 +490,10 @@ class Judge:
             by_call[a.call].model_copy(update={"escalated": True}) if a.call in by_call else a
             for a in arguments
         ]
-        return Escalated(selection, arguments, count, tally)
+        if unsure_answer and answered.answer is not None:
+            answer = answered.answer.model_copy(update={"escalated": True})
+            count += 1
+        return Escalated(selection, arguments, count, tally, answer)
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
@@ -694,6 +710,7 @@ class Escalated:
     arguments: list[ArgumentVerdict] = field(default_factory=list)
     count: int = 0
     tally: Counter[str] = field(default_factory=Counter)
+    answer: AnswerVerdict | None = None
 
 
 def grade(cases: Any, **options: Any) -> CheckResults:

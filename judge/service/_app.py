@@ -128,7 +128,7 @@ def create_app(
             # A sync iterator: Starlette runs it in a worker thread, off the event loop.
             return StreamingResponse(_chunks(checked(batch)), media_type=NDJSON)
         body = await run_in_threadpool(lambda: _results_body(checked(batch)))
-        return Response(body, media_type="application/json")
+        return Response(body, media_type="application/json", headers=_skipped(batch))
 
     @app.post(
         "/v1/grade",
@@ -148,10 +148,21 @@ def create_app(
             results = await judge.grade(items)
         except JudgeEndpointError as exc:
             raise HTTPException(502, f"the judge endpoint refused: {exc}") from None
-        return Response(_results_body(results), media_type="application/json")
+        return Response(
+            _results_body(results), media_type="application/json", headers=_skipped(batch)
+        )
 
     _publish_schemas(app, guarded=bool(token))
     return app
+
+
+def _skipped(batch: Batch) -> dict[str, str]:
+    """`X-Judge-Skipped-Records`: how many trace records of the body could not be read (the
+    first reason in `X-Judge-Skipped-First`)."""
+    if not batch.skipped:
+        return {}
+    first = batch.skipped[0].encode("ascii", "replace").decode()[:300]
+    return {"X-Judge-Skipped-Records": str(len(batch.skipped)), "X-Judge-Skipped-First": first}
 
 
 class BearerAuth:

@@ -41,6 +41,8 @@ class Batch:
     source: str
     body: bytes = b""
     array: list[Any] | None = None
+    skipped: tuple[str, ...] = ()
+    """Trace records that could not be read (`source:line: why`), with `--from`."""
 
     @property
     def ndjson(self) -> bool:
@@ -84,7 +86,8 @@ async def read_batch(
             said = "; ".join(f"{p.source}: {p.why}" for p in found.problems[:5])
             raise HTTPException(422, f"no {traces} trace could be read: {said}")
         _check_count(len(found.cases), limits)
-        return Batch(source=source, array=found.cases)
+        reasons = tuple(f"{p.source}: {p.why}" for p in found.problems)
+        return Batch(source=source, array=found.cases, skipped=reasons)
     if is_ndjson(request):
         count = (
             await run_in_threadpool(_count_lines, body)
