@@ -238,12 +238,15 @@ def test_an_agent_that_raises_is_an_error_and_the_batch_goes_on(
     cases = write(tmp_path / "c.jsonl", REFUND, STATUS)
     out = tmp_path / "runs.jsonl"
     args = ("--models", "agent/good", "--agent", f"{module}:agent", "-o", str(out))
-    result = run(shop, cases, *args)
+    result = run(shop, cases, *args, "--format", "json")
     assert result.exit_code == 0, result.stderr
-    for record in lines(out):
+    records = lines(out)
+    assert sorted(r["case_id"] for r in records) == ["refund", "status"]  # both were run
+    for record in records:
         assert record["error"] == "the agent run failed: RuntimeError: my agent broke"
         assert record["passed"] is None and record["steps"] == 1
-    assert "errors" in result.stdout or "failed" in result.stdout
+    [stats] = json.loads(result.stdout)["models"]
+    assert (stats["responses"], stats["errors"]) == (2, 2)
 
 
 def test_a_killed_agent_run_resumes_from_the_start_of_unfinished_runs(tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ def test_the_answers_combine_as_the_rubric_says(tmp_path: Path) -> None:
     rubrics = load_rubrics(QUICK)
     assert paris.judge is not None and paris.judge.selection is not None
     combine = rubrics.selection.combine["called"]
+    assert set(combine.weights) <= set(ANSWERS) | CODE  # nothing is left out of z below
     # PARIS: no value outside the conversation, none of the user's left out: counts of 0.
     z = combine.bias + sum(
         w * logit(ANSWERS[k]) for k, w in combine.weights.items() if k in ANSWERS

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.cases._json import DecodeError, loads
 from judge.checks._check import iter_check
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult
@@ -53,16 +52,6 @@ def verdict(result: CaseResult) -> bool | None:
 def unreadable(result: CaseResult) -> bool:
     """Whether the case could not be read (so no check ran)."""
     return any(f.kind is FailureKind.INVALID_CASE for f in result.failures)
-
-
-def maybe_json(value: Any) -> Any:
-    """`value`, decoded when it is JSON text of an array or object (harnesses pass text)."""
-    if isinstance(value, str | bytes) and value.strip()[:1] in ("[", "{", b"[", b"{"):
-        try:
-            return loads(value)
-        except DecodeError:
-            return value
-    return value
 
 
 def describe(result: CaseResult) -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judge.adapters._grading import CHECKS, check_calls, describe, maybe_json, verdict
+from judge.adapters._grading import CHECKS, check_calls, describe, verdict
+from judge.cases._json import maybe_json
 
 
 def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,17 @@ def dumps(
         return msgspec.json.encode(value, enc_hook=default, order="sorted" if sort_keys else None)
 
 
+def maybe_json(value: Any) -> Any:
+    """`value`, decoded when it is JSON text of an array or object (harnesses and trace
+    attributes pass JSON as text); as it is otherwise, or when that text is not JSON."""
+    if isinstance(value, str | bytes) and value.strip()[:1] in ("[", "{", b"[", b"{"):
+        try:
+            return loads(value)
+        except DecodeError:
+            return value
+    return value
+
+
 def dumps_line(value: Any) -> bytes:
     """`dumps(value)` and a line feed: one line of a JSON Lines file."""
     try:

@@ -146,19 +146,11 @@ def check_case(
     if env is not None and (settings is None or settings.mode is None):
         # Only the end state matters; the pairing gives the partial credit alone.
         passed = state.equal if state is not None else None
-        scored = call_scores(*compare(names, parsed, expected, settings or DEFAULT, rules).scored)
+        paired = compare(names, parsed, expected, settings or DEFAULT, rules)
         return _result(
-            case,
-            None,
-            schema_valid,
-            None,
-            passed,
-            problems,
-            path_only,
-            state,
-            holds=holds,
-            scores=None if scored is None else CallScores(**scored),
-        )
+            case, None, schema_valid, None, passed, problems, path_only, state,
+            holds=holds, scored=paired.scored,
+        )  # fmt: skip
 
     how: Settings = settings or DEFAULT
     compared = compare(names, parsed, expected, how, rules)
@@ -178,19 +170,10 @@ def check_case(
     selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
     if state is not None:  # both must hold; a reference that cannot be replayed: unknown
         passed = None if state.equal is None else passed and state.equal
-    scores = call_scores(*compared.scored)
     return _result(
-        case,
-        selection,
-        schema_valid,
-        argument_values,
-        passed,
-        problems,
-        report,
-        state,
-        holds=holds,
-        scores=None if scores is None else CallScores(**scores),
-    )
+        case, selection, schema_valid, argument_values, passed, problems, report, state,
+        holds=holds, scored=compared.scored,
+    )  # fmt: skip
 
 
 def _located(located: list[tuple[Called, str]]) -> tuple[TrajectoryCall, ...]:
@@ -238,10 +221,12 @@ def _result(
     state: StateReport | None = None,
     *,
     holds: bool | None = None,
-    scores: CallScores | None = None,
+    scored: tuple[int, int, int] | None = None,
 ) -> CaseResult:
+    """`scored`: the pairing's (matched, calls, expected) counts, for `call_scores`."""
     if holds is False:  # `passed` and the tool assertions must both hold
         passed = False
+    scores = call_scores(*scored) if scored is not None else None
     failures = tuple(
         Failure(call=call, kind=kind, path=path, message=message)
         for call, (kind, path, message) in in_call_order(problems)
@@ -253,7 +238,7 @@ def _result(
         argument_values=argument_values,
         passed=passed,
         tool_assertions=holds,
-        call_scores=scores,
+        call_scores=None if scores is None else CallScores(**scores),
         failures=failures,
         trajectory=trajectory,
         final_state=state,

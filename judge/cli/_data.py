@@ -106,16 +106,15 @@ def calibrate_command(
     results = results or f"{stem}.results.jsonl"
     disagreements = disagreements or f"{stem}.disagreements.jsonl"
     try:
-        judge = make_judge({**judge_options, "abstain_below": abstain_below})
         loaded = load_cases(sample)
+        cases = list(loaded)
+        answers = "answer" in dimensions_of(cases)  # answer labels: answers judged and measured
+        judge = make_judge({**judge_options, "abstain_below": abstain_below, "answers": answers})
     except (JudgeError, InputError) as exc:
         click.echo(f"judge calibrate: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     for error in loaded.errors:
         click.echo(f"judge calibrate: skipped {error}", err=True)
-    cases = list(loaded)
-    if "answer" in dimensions_of(cases):  # answer labels: the answers are judged and measured
-        judge.answers = judge.rubrics.answer is not None
     try:
         graded, probed = asyncio.run(_grade_all(judge, cases, probes or []))
     except JudgeEndpointError as exc:

@@ -98,7 +98,7 @@ def grade_command(
         from judge.cli._import import TraceReader
 
         reader = TraceReader(from_format, "grade")
-        sources = [reader.cases_of(path) for path in cases]  # read as they are graded
+        sources = [reader.cases((path,)) for path in cases]  # read as they are graded
     output = None if output == "-" else output
     if output is not None and any(_same_file(path, output) for path in cases):
         click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import ExitStack
 from typing import Any, BinaryIO, cast
 
 import click
 
 from judge.cli._common import EXIT_UNREADABLE, require_files
-from judge.traces import FORMATS, Imported, import_traces
-from judge.traces._import import Format, iter_import
+from judge.traces import FORMATS, Imported
+from judge.traces._import import Format, Per, iter_import
 
 
 @click.command("import")
@@ -38,44 +38,42 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
     (runs as JSON lines), `inspect` (Inspect AI logs, .eval or .json), `openai` (proxy logs: one
     {"request", "response"} object per line)."""
     require_files(files)
-    found = import_traces(fmt, files, per)  # type: ignore[arg-type]
-    for problem in found.problems:
-        click.echo(f"judge import: skipped {problem.source}: {problem.why}", err=True)
-    if not found.cases and found.problems:
-        click.echo(f"judge import: nothing could be read from {', '.join(files)}", err=True)
-        sys.exit(EXIT_UNREADABLE)
     from judge.cases._json import dumps
 
-    payload = b"".join(dumps(case) + b"\n" for case in found.cases)
-    if output in (None, "-"):
-        sys.stdout.buffer.write(payload)
-        sys.stdout.buffer.flush()
-    else:
-        Path(output).write_bytes(payload)
-    skipped = sum(found.skipped.values())
+    reader = TraceReader(fmt, "import", per)  # type: ignore[arg-type]
+    with ExitStack() as stack:
+        sink = (
+            sys.stdout.buffer if output in (None, "-") else stack.enter_context(open(output, "wb"))
+        )
+        for case in reader.cases(files):  # written as it is made: memory stays flat
+            sink.write(dumps(case) + b"\n")
+        sink.flush()
+    reader.finish(files)
     click.echo(
-        f"judge import: {len(found.cases)} cases from {found.calls} LLM calls; {skipped} "
-        f"records that are not LLM calls skipped; {len(found.problems)} records unreadable",
+        f"judge import: {reader.made} cases from {reader.calls} LLM calls; {reader.skipped} "
+        f"records that are not LLM calls skipped; {reader.problems} records unreadable",
         err=True,
     )
 
 
 class TraceReader:
-    """Trace files read as cases for `--from`, one case at a time (a file is never held whole):
-    each unreadable record said on standard error (file:line and why) once its file is read;
+    """Trace files read as cases, one case at a time (a file is never held whole): each
+    unreadable record said on standard error (file:line and why) once its files are read;
     `finish` exits 2 only when nothing at all could be read."""
 
-    def __init__(self, fmt: str, command: str) -> None:
+    def __init__(self, fmt: str, command: str, per: Per = "call") -> None:
         self.fmt: Format = fmt  # type: ignore[assignment]
         self.command = command
-        self.cases = 0
-        self.problems = 0
+        self.per = per
+        self.made = self.calls = self.skipped = self.problems = 0
 
-    def cases_of(self, path: str) -> Iterator[dict[str, Any]]:
+    def cases(self, files: tuple[str, ...]) -> Iterator[dict[str, Any]]:
         found = Imported()
-        for case in iter_import(self.fmt, (path,), found):
-            self.cases += 1
+        for case in iter_import(self.fmt, files, found, self.per):
+            self.made += 1
             yield case
+        self.calls += found.calls
+        self.skipped += sum(found.skipped.values())
         self.problems += len(found.problems)
         for problem in found.problems:
             click.echo(f"judge {self.command}: skipped {problem.source}: {problem.why}", err=True)
@@ -85,13 +83,13 @@ class TraceReader:
         from judge.cases._json import dumps
 
         spool = tempfile.SpooledTemporaryFile(max_size=16 << 20)  # noqa: SIM115 (returned)
-        for case in self.cases_of(path):
+        for case in self.cases((path,)):
             spool.write(dumps(case) + b"\n")
         spool.seek(0)
         return cast(BinaryIO, spool)
 
     def finish(self, files: tuple[str, ...]) -> None:
-        if not self.cases and self.problems:
+        if not self.made and self.problems:
             click.echo(
                 f"judge {self.command}: nothing could be read from {', '.join(files)}", err=True
             )

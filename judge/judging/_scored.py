@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from judge.checks._outcome import (
     AnswerCategory,
@@ -111,6 +112,37 @@ def _described(
     return "; ".join(said) + f". P(correct) = {p:.2f} (threshold {threshold:g})."
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """A scored rubric's decision on one verdict: P(correct), and whether it is."""
+
+    p: float
+    correct: bool
+    common: dict[str, Any]
+    """The fields every scored verdict has: reasoning, verdict, confidence, its source and
+    the features."""
+
+
+def _score(
+    rubric: Rubric,
+    branch: str,
+    answers: dict[str, float],
+    counts: dict[str, float],
+    fitted: Fit | None,
+) -> _Scored:
+    combine, threshold = _decision(rubric, branch, fitted)
+    p = probability(combine, {**answers, **counts})
+    correct = p >= threshold
+    common = {
+        "reasoning": _described(rubric, answers, counts, p, threshold),
+        "verdict": "correct" if correct else "incorrect",
+        "confidence": p if correct else 1 - p,
+        "confidence_source": "logprobs",
+        "features": {**answers, **counts},
+    }
+    return _Scored(p, correct, common)
+
+
 def selection_verdict(
     rubric: Rubric,
     answers: dict[str, float],
@@ -121,10 +153,8 @@ def selection_verdict(
     """The selection verdict of a scored rubric (with the weights and threshold a calibration
     fitted, when given). The category comes from the answers to the questions `needs_call`,
     `should_ask` and `asks`, where the rubric has them."""
-    combine, threshold = _decision(rubric, "called" if called else "not_called", fitted)
-    counts = counts or {}
-    p = probability(combine, {**answers, **counts})
-    correct = p >= threshold
+    scored = _score(rubric, "called" if called else "not_called", answers, counts or {}, fitted)
+    correct = scored.correct
     category: SelectionCategory
     asked = answers.get("asks", 0.0) >= 0.5
     if called:
@@ -140,14 +170,7 @@ def selection_verdict(
         category = "right_ask" if asked else "right_no_call"
     else:
         category = "needless_ask" if asked else "missing_call"
-    return SelectionVerdict(
-        reasoning=_described(rubric, answers, counts, p, threshold),
-        verdict="correct" if correct else "incorrect",
-        category=category,
-        confidence=p if correct else 1 - p,
-        confidence_source="logprobs",
-        features={**answers, **counts},
-    )
+    return SelectionVerdict(category=category, **scored.common)
 
 
 def answer_verdict(
@@ -159,26 +182,17 @@ def answer_verdict(
 ) -> AnswerVerdict:
     """The answer verdict of a scored rubric. An incorrect one's category comes from the
     evidence: numbers nothing supports (or `supported` answered no), then `claims_action`."""
-    combine, threshold = _decision(rubric, "called" if used_tools else "not_called", fitted)
     counts = counts or {}
-    p = probability(combine, {**answers, **counts})
-    correct = p >= threshold
+    scored = _score(rubric, "called" if used_tools else "not_called", answers, counts, fitted)
     category: AnswerCategory = "answered"  # the questions cannot tell a right ask or refusal
-    if not correct:
+    if not scored.correct:
         if counts.get("unsupported") or answers.get("supported", 1.0) < 0.5:
             category = "unsupported_fact"
         elif answers.get("claims_action", 0.0) >= 0.5:
             category = "fabricated_action"
         else:
             category = "unanswered"
-    return AnswerVerdict(
-        reasoning=_described(rubric, answers, counts, p, threshold),
-        verdict="correct" if correct else "incorrect",
-        category=category,
-        confidence=p if correct else 1 - p,
-        confidence_source="logprobs",
-        features={**answers, **counts},
-    )
+    return AnswerVerdict(category=category, **scored.common)
 
 
 def argument_verdict(
@@ -190,22 +204,12 @@ def argument_verdict(
 ) -> ArgumentVerdict:
     """One call's argument verdict of a scored rubric. Problems come from the answers to
     `made_up` and `missing`, and from the counts (`CODE_FEATURES`)."""
-    combine, threshold = _decision(rubric, "called", fitted)
-    p = probability(combine, {**answers, **counts})
-    correct = p >= threshold
+    scored = _score(rubric, "called", answers, counts, fitted)
     problems: list[ArgumentProblem] = []
-    if not correct:
+    if not scored.correct:
         if counts.get("ungrounded") or answers.get("made_up", 0.0) >= 0.5:
             problems.append("hallucinated_value")
         if counts.get("unused") or answers.get("missing", 0.0) >= 0.5:
             problems.append("partial")
         problems = problems or ["other"]
-    return ArgumentVerdict(
-        call=call,
-        reasoning=_described(rubric, answers, counts, p, threshold),
-        verdict="correct" if correct else "incorrect",
-        problems=tuple(problems),
-        confidence=p if correct else 1 - p,
-        confidence_source="logprobs",
-        features={**answers, **counts},
-    )
+    return ArgumentVerdict(call=call, problems=tuple(problems), **scored.common)

@@ -14,10 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
 from judge.cases._calls import Response
 from judge.cases._case import Case
+from judge.cases._json import dumps
 from judge.cases._match import load_object
 from judge.checks._env import Environment, describe_error
 from judge.checks._structure import parse_arguments
@@ -104,8 +103,8 @@ def execute(env: Environment, call: dict[str, Any]) -> tuple[str, str | None]:
         except Exception as exc:  # the tool refused: the agent is told, and goes on
             why = describe_error(exc)
         else:
-            return orjson.dumps(result, default=str).decode(), None
-    return orjson.dumps({"error": why}).decode(), why
+            return dumps(result, default=str).decode(), None
+    return dumps({"error": why}).decode(), why
 
 
 def assistant_message(response: Response, step: int) -> dict[str, Any]:

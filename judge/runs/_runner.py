@@ -18,6 +18,7 @@ import orjson
 
 from judge.cases._calls import Response, ShapeError, normalise_response
 from judge.cases._case import Case, Tool
+from judge.cases._json import dumps, loads
 from judge.cases._match import Match
 from judge.cases._text_calls import with_text_calls
 from judge.checks._check import check_case
@@ -498,7 +499,7 @@ def _summed(values: Iterable[float | None]) -> float | None:
 def plain_json(value: Any) -> Any:
     """`value` as plain JSON data (what does not encode is written as text), so that a
     record always writes."""
-    return orjson.loads(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS))
+    return loads(dumps(value, default=str))
 
 
 def check_resumable(

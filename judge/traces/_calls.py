@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from judge.cases._json import maybe_json
 from judge.traces._spans import RecordError, Span
 
 
@@ -62,11 +63,11 @@ def _openinference(attributes: dict[str, Any]) -> LLMCall:
     outputs = indexed(attributes, "llm.output_messages")
     tools = []
     for i, tool in enumerate(indexed(attributes, "llm.tools")):
-        schema = decoded((tool.get("tool") or {}).get("json_schema"))
+        schema = maybe_json((tool.get("tool") or {}).get("json_schema"))
         if not isinstance(schema, dict):
             raise RecordError(f"llm.tools.{i}.tool.json_schema is not a JSON object")
         tools.append(schema)
-    parameters = decoded(attributes.get("llm.invocation_parameters")) or {}
+    parameters = maybe_json(attributes.get("llm.invocation_parameters")) or {}
     return LLMCall(
         messages=[_oi_message(m, f"llm.input_messages.{i}") for i, m in enumerate(inputs)],
         tools=tools,
@@ -100,7 +101,7 @@ def _oi_message(node: dict[str, Any], where: str) -> dict[str, Any]:
             {
                 "id": call.get("id"),
                 "type": "function",
-                "function": {"name": function["name"], "arguments": _arguments(arguments)},
+                "function": {"name": function["name"], "arguments": arguments_text(arguments)},
             }
         )
     if calls:
@@ -117,18 +118,18 @@ def _oi_message(node: dict[str, Any], where: str) -> dict[str, Any]:
 
 def _genai(attributes: dict[str, Any]) -> LLMCall:
     messages: list[dict[str, Any]] = []
-    system = decoded(attributes.get("gen_ai.system_instructions"))
+    system = maybe_json(attributes.get("gen_ai.system_instructions"))
     if system:
         messages.append({"role": "system", "content": _parts_text(system)})
-    inputs = decoded(attributes.get("gen_ai.input.messages")) or []
-    outputs = decoded(attributes.get("gen_ai.output.messages")) or []
+    inputs = maybe_json(attributes.get("gen_ai.input.messages")) or []
+    outputs = maybe_json(attributes.get("gen_ai.output.messages")) or []
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise RecordError("gen_ai.input.messages and gen_ai.output.messages must be JSON arrays")
     for i, message in enumerate(inputs):
         messages.extend(_genai_message(message, f"gen_ai.input.messages[{i}]"))
     answered = _genai_message(outputs[0], "gen_ai.output.messages[0]") if outputs else []
     output = answered[0] if answered else None
-    tools = decoded(attributes.get("gen_ai.tool.definitions")) or []
+    tools = maybe_json(attributes.get("gen_ai.tool.definitions")) or []
     if not isinstance(tools, list):
         raise RecordError("gen_ai.tool.definitions must be a JSON array")
     return LLMCall(
@@ -162,7 +163,10 @@ def _genai_message(message: Any, where: str) -> list[dict[str, Any]]:
         {
             "id": p.get("id"),
             "type": "function",
-            "function": {"name": str(p.get("name")), "arguments": _arguments(p.get("arguments"))},
+            "function": {
+                "name": str(p.get("name")),
+                "arguments": arguments_text(p.get("arguments")),
+            },
         }
         for p in parts
         if isinstance(p, dict) and p.get("type") == "tool_call"
@@ -181,7 +185,7 @@ def _openllmetry(attributes: dict[str, Any]) -> LLMCall:
             raise RecordError(f"{where}.role is missing")
         out: dict[str, Any] = {
             "role": node["role"],
-            "content": _as_text(decoded(node.get("content"))),
+            "content": _as_text(maybe_json(node.get("content"))),
         }
         calls = [
             {
@@ -189,7 +193,7 @@ def _openllmetry(attributes: dict[str, Any]) -> LLMCall:
                 "type": "function",
                 "function": {
                     "name": str(call.get("name")),
-                    "arguments": _arguments(call.get("arguments")),
+                    "arguments": arguments_text(call.get("arguments")),
                 },
             }
             for call in node.get("tool_calls") or ()
@@ -208,7 +212,7 @@ def _openllmetry(attributes: dict[str, Any]) -> LLMCall:
         spec = {"name": str(function.get("name"))}
         if function.get("description"):
             spec["description"] = function["description"]
-        parameters = decoded(function.get("parameters"))
+        parameters = maybe_json(function.get("parameters"))
         spec_tool: dict[str, Any] = {"type": "function", "function": spec}
         if isinstance(parameters, dict):
             spec_tool["function"]["parameters"] = parameters
@@ -228,7 +232,7 @@ def _genai_events(span: Span) -> LLMCall:
     messages: list[dict[str, Any]] = []
     output = None
     for event in span.events:
-        attributes = {k: decoded(v) for k, v in event.attributes.items()}
+        attributes = {k: maybe_json(v) for k, v in event.attributes.items()}
         role = event.name.removeprefix("gen_ai.").removesuffix(".message")
         if event.name == "gen_ai.choice":
             message = attributes.get("message") or {}
@@ -248,7 +252,7 @@ def _genai_events(span: Span) -> LLMCall:
 
 def _event_message(role: str, body: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"role": body.get("role", role), "content": _as_text(body.get("content"))}
-    calls = decoded(body.get("tool_calls"))
+    calls = maybe_json(body.get("tool_calls"))
     if isinstance(calls, list) and calls:
         out["tool_calls"] = [
             {
@@ -256,7 +260,7 @@ def _event_message(role: str, body: dict[str, Any]) -> dict[str, Any]:
                 "type": "function",
                 "function": {
                     "name": str((c.get("function") or {}).get("name")),
-                    "arguments": _arguments((c.get("function") or {}).get("arguments")),
+                    "arguments": arguments_text((c.get("function") or {}).get("arguments")),
                 },
             }
             for c in calls
@@ -318,16 +322,6 @@ def _lists(node: Any, where: str) -> Any:
     return {k: _lists(v, f"{where}.{k}") for k, v in node.items()}
 
 
-def decoded(value: Any) -> Any:
-    """An attribute value, decoded when it is JSON text of an object or array."""
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 def _message_event(name: str) -> bool:
     role = name.removeprefix("gen_ai.").removesuffix(".message")
     return name.startswith("gen_ai.") and name.endswith(".message") and role in _ROLES
@@ -340,7 +334,8 @@ def _has(attributes: dict[str, Any], *prefixes: str) -> bool:
     return any(key.startswith(prefixes) for key in attributes)
 
 
-def _arguments(value: Any) -> str:
+def arguments_text(value: Any) -> str:
+    """A call's arguments as the text a tool call carries (JSON text as it is)."""
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from judge.traces._calls import LLMCall
+from judge.traces._calls import LLMCall, arguments_text
 from judge.traces._spans import Problem, RecordError
 
 _ZSTD = 93  # the compression Inspect writes `.eval` members with
@@ -133,7 +133,7 @@ def message_of(message: dict[str, Any]) -> dict[str, Any]:
             "type": "function",
             "function": {
                 "name": str(call.get("function")),
-                "arguments": json.dumps(call.get("arguments") or {}),
+                "arguments": arguments_text(call.get("arguments") or {}),
             },
         }
         for call in message.get("tool_calls") or ()

@@ -4,10 +4,9 @@ invocation parameters or the inputs."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from judge.traces._calls import LLMCall
+from judge.traces._calls import LLMCall, arguments_text
 from judge.traces._spans import RecordError, iso_nanos
 
 LLM_RUNS = ("llm", "chat")
@@ -134,9 +133,7 @@ def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
                 "type": "function",
                 "function": {
                     "name": str(name),
-                    "arguments": arguments
-                    if isinstance(arguments, str)
-                    else json.dumps(arguments or {}),
+                    "arguments": arguments_text({} if arguments is None else arguments),
                 },
             }
         )
