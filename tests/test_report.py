@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
-
 from judge.calibrate._record import CalibrationRecord, dimension_stats, fingerprint_sha256
 from judge.calibrate._report import render_report
+from tests.review_helpers import chromium
 
 
 def record() -> CalibrationRecord:
@@ -59,9 +57,7 @@ def test_report_holds_the_numbers_matrices_and_escaped_disagreements() -> None:
 
 
 def test_report_renders_in_headless_chromium() -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    browser = chromium()
     from matplotlib import image
 
     with tempfile.TemporaryDirectory() as folder:

@@ -177,8 +177,18 @@ class Terminal:
         return self.seen
 
 
+STAMP = ("reviewer", "labelled_at")
+
+
 def labels(path: Path) -> list[Any]:
-    return [json.loads(line).get("labels") for line in path.read_text().splitlines()]
+    """The labels of each line, without who gave them and when (`stamps`)."""
+    found = [json.loads(line).get("labels") for line in path.read_text().splitlines()]
+    return [None if f is None else {k: v for k, v in f.items() if k not in STAMP} for f in found]
+
+
+def stamps(path: Path) -> list[Any]:
+    found = [json.loads(line).get("labels") or {} for line in path.read_text().splitlines()]
+    return [{k: f[k] for k in STAMP if k in f} for f in found]
 
 
 def test_terminal_labeller_saves_every_answer_and_resumes(tmp_path: Path) -> None:
@@ -207,6 +217,9 @@ def test_terminal_labeller_saves_every_answer_and_resumes(tmp_path: Path) -> Non
         {"selection": "incorrect", "answer": "incorrect"},
         None,
     ]
+    given = stamps(sample)  # who labelled and when, as `judge review` records it
+    assert given[0]["reviewer"] and given[0]["labelled_at"].endswith("+00:00")
+    assert given[2] == {}
 
     screen = Terminal(sample)  # resumes at the third case
     screen.expect("third")

@@ -7,38 +7,41 @@ from typing import Any
 
 import click
 
-from judge.calibrate._sample import read_lines
+from judge.calibrate._labels import NOT_APPLICABLE, LabelFile, label_state
 from judge.cases._case import Case
-from judge.cases._files import write_atomically
-from judge.cases._json import dumps, loads
+from judge.cases._json import dumps
 from judge.checks._check import check_case
 from judge.judging._prompt import rubric_variables
 from judge.judging._questions import ends_in_text
 
 _SELECTION = {"c": "correct", "i": "incorrect"}
-_ARGUMENTS = {"c": "correct", "i": "incorrect", "n": None}
+_ARGUMENTS = {"c": "correct", "i": "incorrect", "n": NOT_APPLICABLE}
 
 
 def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
-    """Ask for the labels of every case not yet labelled. Returns (labelled now, left)."""
-    raw, cases = read_lines(path)
-    rows: list[dict[str, Any]] = [loads(line) for line in raw]
+    """Ask for the labels of every case not yet labelled. Returns (labelled now, left).
+    Each answer is written at once, to that case's line only (`LabelFile`), so labels given
+    meanwhile elsewhere (`judge review`) are kept."""
+    file = LabelFile(path)
+    rows, cases = file.read()
     todo = [i for i, row in enumerate(rows) if relabel or not _done(row, cases[i])]
+    reviewer = _reviewer()
     done_now = 0
     for position, index in enumerate(todo, start=1):
-        row, case = rows[index], cases[index]
-        labels = dict(row.get("labels") or {})
+        case = cases[index]
+        labels = dict(rows[index].get("labels") or {})
         _show(case, position, len(todo))
+
+        def save(changes: dict[str, str | None], case_id: str = case.id) -> dict[str, Any]:
+            return dict(file.write(case_id, changes, reviewer=reviewer).row["labels"])
+
         if relabel or "selection" not in labels:
             answer = _ask("selection: [c]orrect, [i]ncorrect, [s]kip, [q]uit", "cisq")
             if answer == "q":
                 return done_now, len(todo) - position + 1
             if answer == "s":
                 continue
-            labels["selection"] = _SELECTION[answer]
-            labels.pop("arguments", None)
-            row["labels"] = labels
-            _save(path, rows)
+            labels = save({"selection": _SELECTION[answer], "arguments": None})
         if case.tool_calls and "arguments" not in labels:
             answer = _ask(
                 "arguments: [c]orrect, [i]ncorrect, [n]ot applicable (nothing to judge), [q]uit",
@@ -46,30 +49,19 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
             )
             if answer == "q":
                 return done_now, len(todo) - position + 1
-            labels["arguments"] = _ARGUMENTS[answer]
-            row["labels"] = labels
-            _save(path, rows)
+            labels = save({"arguments": _ARGUMENTS[answer]})
         if ends_in_text(case) and (relabel or "answer" not in labels):
             answer = _ask("answer (the final reply): [c]orrect, [i]ncorrect, [q]uit", "ciq")
             if answer == "q":
                 return done_now, len(todo) - position + 1
-            labels["answer"] = _SELECTION[answer]
-            row["labels"] = labels
-            _save(path, rows)
+            labels = save({"answer": _SELECTION[answer]})
         done_now += 1
     return done_now, 0
 
 
 def _done(row: dict[str, Any], case: Case) -> bool:
-    # A case with calls needs both answers (`n` is saved as `arguments: null`), and a text
-    # reply its answer label: one left at a later question, by quitting there, is asked again
-    # (only what it lacks).
-    labels = row.get("labels") or {}
-    return (
-        "selection" in labels
-        and (not case.tool_calls or "arguments" in labels)
-        and (not ends_in_text(case) or "answer" in labels)
-    )
+    # A case left at a later question, by quitting there, is asked again (only what it lacks).
+    return label_state(row.get("labels"), case) == "labelled"
 
 
 def _ask(prompt: str, keys: str) -> str:
@@ -110,5 +102,10 @@ def _show(case: Case, position: int, total: int) -> None:
         )
 
 
-def _save(path: str, rows: list[dict[str, Any]]) -> None:
-    write_atomically(path, b"".join(dumps(r) + b"\n" for r in rows))
+def _reviewer() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid (a container)
+        return None

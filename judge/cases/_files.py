@@ -5,18 +5,31 @@ cache and the embedded model."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
 from judge._errors import InputError
 
 
-def write_atomically(path: str | Path, data: bytes) -> None:
+def write_atomically(path: str | Path, data: bytes, *, durable: bool = False) -> None:
+    """Replace `path` with `data` whole. `durable`: on disk (file and folder synced) before
+    this returns, so what was acknowledged survives a crash of the machine too."""
     target = Path(path)
-    partial = target.with_name(target.name + f".{os.getpid()}.partial")
+    partial = target.with_name(target.name + f".{os.getpid()}.{threading.get_ident()}.partial")
     try:
-        partial.write_bytes(data)
+        with partial.open("wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(partial, target)
+        if durable:
+            folder = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
     finally:
         partial.unlink(missing_ok=True)
 

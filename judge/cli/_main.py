@@ -50,6 +50,7 @@ _LAZY_COMMANDS = {
     "serve": "judge.cli._service",
     "schema": "judge.cli._service",
     "import": "judge.cli._import",
+    "review": "judge.cli._review",
 }
 
 

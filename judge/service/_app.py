@@ -166,15 +166,22 @@ def _skipped(batch: Batch) -> dict[str, str]:
 
 
 class BearerAuth:
-    """Refuses every request but `OPEN_PATHS` without `Authorization: Bearer <token>`; the
-    token is compared in constant time."""
+    """Refuses every request but `OPEN_PATHS` (or, with `guarded_prefix`, every request
+    under it) without `Authorization: Bearer <token>`; the token is compared in constant
+    time."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, guarded_prefix: str | None = None) -> None:
         self.app = app
         self.token = token.encode()
+        self.guarded_prefix = guarded_prefix
+
+    def _open(self, path: str) -> bool:
+        if self.guarded_prefix is not None:
+            return not path.startswith(self.guarded_prefix)
+        return path in OPEN_PATHS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or self._open(scope["path"]):
             await self.app(scope, receive, send)
             return
         header = dict(scope["headers"]).get(b"authorization", b"")

@@ -1,0 +1,157 @@
+"""`judge review`: label a sample in the browser against the judge's verdicts."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from typing import Any
+
+import click
+
+from judge._errors import InputError, JudgeError
+from judge.cli._common import EXIT_UNREADABLE
+from judge.cli._judge_options import judge_options, make_judge
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _user() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+@click.command("review")
+@click.argument("sample", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--results",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The judge's results on SAMPLE (`judge grade` output): its verdicts are shown, "
+    "drive the queue's order and are measured against the labels.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8100, show_default=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; any but loopback needs JUDGE_SERVICE_TOKEN.",
+)
+@click.option(
+    "--record",
+    default="calibration.json",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="Where the page's button writes the calibration record.",
+)
+@click.option(
+    "--min-kappa",
+    type=click.FloatRange(-1, 1),
+    default=0.6,
+    show_default=True,
+    help="The record's threshold, as `judge calibrate --min-kappa`.",
+)
+@click.option("--strict", is_flag=True, help="As `judge calibrate --strict`.")
+@click.option(
+    "--low-confidence",
+    type=click.FloatRange(0, 1),
+    default=0.7,
+    show_default=True,
+    help="Verdicts under this confidence are queued with the uncertain ones.",
+)
+@click.option(
+    "--reviewer",
+    default=_user,
+    help="The name kept with each label (default: your user name; the page can set its own).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="warning",
+    show_default=True,
+)
+@judge_options
+def review_command(
+    sample: str,
+    results: str | None,
+    port: int,
+    host: str,
+    record: str,
+    min_kappa: float,
+    strict: bool,
+    low_confidence: float,
+    reviewer: str | None,
+    open_browser: bool,
+    log_level: str,
+    **options: Any,
+) -> None:
+    """Serve a review app for SAMPLE: one case at a time as the judge saw it, labelled with
+    the keyboard, each answer written to SAMPLE at once; the judge's agreement with the
+    labels as you go, and a button that writes the calibration record from them. The judge
+    options name the judge that gave --results (the record is bound to it); nothing is
+    asked of it."""
+    import uvicorn
+
+    from judge.calibrate._review import Review
+    from judge.service._app import TOKEN_ENV
+    from judge.service._review import create_review_app
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(host) and token is None:
+        click.echo(
+            f"judge review: {host} is not a loopback address: set {TOKEN_ENV} so that only "
+            "those who hold it can read and label the sample",
+            err=True,
+        )
+        sys.exit(EXIT_UNREADABLE)
+
+    def judge_for(answers: bool) -> Any:
+        return make_judge({**options, "answers": answers})
+
+    try:
+        judge_for(False)  # bad judge options fail now, not at the button
+        review = Review(
+            sample,
+            results,
+            judge_for=judge_for,
+            low_confidence=low_confidence,
+            min_kappa=min_kappa,
+            strict=strict,
+            record=record,
+            reviewer=reviewer,
+        )
+    except (InputError, JudgeError, ValueError) as exc:
+        click.echo(f"judge review: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    _, cases = review.read()
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
+    judged = sum(1 for c in cases if c.id in review.results)
+    click.echo(
+        f"judge review: {len(cases)} cases of {sample}"
+        + (f", {judged} with verdicts from {results}" if results else "")
+        + f": open {url}"
+        + (f"#token=<{TOKEN_ENV}>" if token else ""),
+        err=True,
+    )
+    app = create_review_app(review, token=token, loopback=is_loopback(host))
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, [url]).start()
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+COMMANDS = (review_command,)

@@ -1,0 +1,162 @@
+"""`judge review`: the review app, a page and the JSON API it is a client of.
+
+    GET  /                       the page (HTML, CSS and a script shipped in the package)
+    GET  /api/queue              case ids in review order, each with why it is there; the
+                                 progress; filters as query parameters (group, tool, failure,
+                                 state, meta.KEY)
+    GET  /api/cases/{id}         the case as the judge saw it, its findings, the judge's
+                                 verdicts and the labels so far (ETag: their revision)
+    PUT  /api/labels/{id}        {"selection", "arguments", "answer", "note"}: written to the
+                                 sample file before the reply (If-Match: the revision read)
+    GET  /api/agreement          kappa, its interval and the confusion matrix per dimension
+    POST /api/calibration        write the calibration record from the labels so far
+
+With a token (`JUDGE_SERVICE_TOKEN`), `/api/*` needs `Authorization: Bearer <token>`; the page
+itself holds no data and is open. Without one, only loopback host names are answered (a
+page elsewhere cannot reach the app through a DNS name that points at 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from pathlib import Path
+from typing import Literal
+
+from fastapi import FastAPI, Header, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from judge._errors import InputError
+from judge.calibrate._review import RecordRefused, Review
+from judge.service._app import TOKEN_ENV, BearerAuth
+
+STATIC = Path(__file__).parent / "review"
+LOOPBACK_NAMES = frozenset(("127.0.0.1", "localhost", "::1"))
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+class LabelBody(BaseModel):
+    """A label write: the fields given are set (null clears one), the others left as they
+    are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selection: Literal["correct", "incorrect"] | None = None
+    arguments: Literal["correct", "incorrect", "not_applicable"] | None = None
+    answer: Literal["correct", "incorrect"] | None = None
+    note: str | None = Field(default=None, max_length=10_000)
+
+
+def create_review_app(
+    review: Review, *, token: str | None = None, loopback: bool = True
+) -> FastAPI:
+    """The review app over `review`. `token` guards the API; `loopback` (no token) answers
+    only requests addressed to a loopback name."""
+    app = FastAPI(
+        title="judge review",
+        version=version("tool-call-judge"),
+        summary="Review the judge's verdicts and label cases.",
+        docs_url="/api/docs",
+        openapi_url="/api/openapi.json",
+    )
+    if token:
+        app.add_middleware(BearerAuth, token=token, guarded_prefix="/api/")
+    elif loopback:
+        app.add_middleware(LoopbackOnly)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers=_NO_STORE)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/api/queue")
+    def queue(request: Request) -> JSONResponse:
+        """Case ids in review order (disagreement with the judge, then its doubt, then
+        flips between samples, then the rest), each with why it is there."""
+        try:
+            found = review.queue(dict(request.query_params))
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return JSONResponse(found, headers=_NO_STORE)
+
+    @app.get("/api/cases/{case_id:path}")
+    def case(case_id: str) -> JSONResponse:
+        """The case, its structural findings, the judge's verdicts and the labels so far."""
+        try:
+            found = review.case(case_id)
+        except KeyError:
+            raise HTTPException(404, f"no case {case_id!r} in {review.sample}") from None
+        return JSONResponse(found, headers={**_NO_STORE, "ETag": f'"{found["revision"]}"'})
+
+    @app.put("/api/labels/{case_id:path}")
+    def label(
+        case_id: str,
+        body: LabelBody,
+        if_match: str | None = Header(default=None),
+        x_judge_reviewer: str | None = Header(default=None),
+    ) -> JSONResponse:
+        """Set a case's labels and note; written to the sample file before the reply. With
+        `If-Match` (the revision read), a reply whose `conflict` is set says someone else
+        had changed the case meanwhile: the last write wins."""
+        changes: dict[str, str | None] = body.model_dump(include=body.model_fields_set)
+        if not changes:
+            raise HTTPException(422, "nothing to write: give selection, arguments, answer or note")
+        seen = if_match.strip().strip('"') if if_match else None
+        reviewer = (x_judge_reviewer or "").strip()[:100] or review.reviewer
+        try:
+            written = review.label(case_id, changes, reviewer=reviewer, seen=seen)
+        except KeyError:
+            raise HTTPException(404, f"no case {case_id!r} in {review.sample}") from None
+        except (ValueError, InputError) as exc:
+            raise HTTPException(422, str(exc)) from None
+        return JSONResponse(written, headers={**_NO_STORE, "ETag": f'"{written["revision"]}"'})
+
+    @app.get("/api/agreement")
+    def agreement() -> JSONResponse:
+        """Per dimension: `n`, `kappa`, `ci_low`, `ci_high`, `confusion` (and the rest of
+        `judge calibrate`'s figures) for the judge's results against the labels so far."""
+        return JSONResponse(review.agreement(), headers=_NO_STORE)
+
+    @app.post("/api/calibration")
+    def calibration() -> JSONResponse:
+        """Write the calibration record from the labels so far (409 when the results cannot
+        be bound to one judge)."""
+        try:
+            return JSONResponse(review.write_record(), headers=_NO_STORE)
+        except RecordRefused as exc:
+            raise HTTPException(409, str(exc)) from None
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+class LoopbackOnly:
+    """Answers only requests whose Host is a loopback name (421 otherwise)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _host(dict(scope["headers"]).get(b"host", b"")) not in (
+            LOOPBACK_NAMES
+        ):
+            response = JSONResponse(
+                {"detail": f"only loopback names are answered; set {TOKEN_ENV} to serve others"},
+                status_code=421,
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _host(header: bytes) -> str:
+    """The host name of a Host header, without its port (`[::1]:8100` -> `::1`)."""
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else text
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
