@@ -135,6 +135,7 @@ def review_command(
         click.echo(f"judge review: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     _, cases = review.read()
+    review.agreement()  # the statistics libraries load now, not at the first label
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     judged = sum(1 for c in cases if c.id in review.results)
