@@ -94,7 +94,11 @@ class LoopbackServer:
                     headers[name.strip().lower()] = value.strip()
                 raw = await reader.readexactly(int(headers.get("content-length", "0")))
                 method, path = request_line.decode("latin-1").split(" ")[:2]
-                request = Request(method, path, json.loads(raw) if raw else None, headers)
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:  # not JSON (a multipart upload): the bytes as they came
+                    body = raw
+                request = Request(method, path, body, headers)
                 with self._lock:
                     self.seen.append(request)
                 answer = await self.handle(request)

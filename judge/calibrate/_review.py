@@ -418,13 +418,7 @@ class Review:
             raise RecordRefused(f"{self.results_path} holds no judge verdicts for this sample")
         seen: dict[bytes, JudgeOutcome] = {}
         for outcome in judged:
-            key = dumps(
-                {
-                    "p": outcome.provenance.model_dump(mode="json"),  # type: ignore[union-attr]
-                    "samples": outcome.samples,
-                },
-                sort_keys=True,
-            )
+            key = dumps({"p": _judged_by(outcome), "samples": outcome.samples}, sort_keys=True)
             seen.setdefault(key, outcome)
         if len(seen) > 1:
             first, *others = seen.values()
@@ -457,9 +451,15 @@ class Review:
         )
 
 
+def _judged_by(outcome: JudgeOutcome) -> dict[str, Any]:
+    """The judge of an outcome (not where its replies came from: a batch or online)."""
+    assert outcome.provenance is not None
+    return outcome.provenance.model_dump(mode="json", exclude={"batch"})
+
+
 def _differences(a: JudgeOutcome, b: JudgeOutcome) -> list[str]:
-    mine = {**a.provenance.model_dump(mode="json"), "samples": a.samples}  # type: ignore[union-attr]
-    theirs = {**b.provenance.model_dump(mode="json"), "samples": b.samples}  # type: ignore[union-attr]
+    mine = {**_judged_by(a), "samples": a.samples}
+    theirs = {**_judged_by(b), "samples": b.samples}
     return [k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)]
 
 

@@ -195,6 +195,10 @@ class Provenance(BaseModel):
     logprobs: int | None = None
     """How many alternatives of each token were asked for, to read confidence from (None:
     not asked, or the endpoint refused them)."""
+    batch: str | None = None
+    """The provider batches whose replies gave this case's verdicts (`judge grade --batch`),
+    comma-separated. Where a reply came from changes no verdict: never in a cache key or a
+    fingerprint."""
 
 
 class Usage(BaseModel):

@@ -15,6 +15,7 @@ from judge.cases._calls import ShapeError
 from judge.cases._json import dumps
 from judge.cases._loading import load_cases
 from judge.checks._summary import Summary
+from judge.cli._batch import Batching, batch_options, cases_of, cost_lines, prepare
 from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
@@ -63,8 +64,12 @@ from judge.judging._rubric import load_rubrics
     "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
 )
 @click.option(
-    "--price-per-mtok", type=float, help="USD per million prompt tokens, to price a --dry-run."
+    "--price-per-mtok",
+    type=float,
+    help="USD per million tokens: prices a --dry-run's prompts, and with --batch the "
+    "batches' tokens online and at the batch price.",
 )
+@batch_options
 @judge_trajectory_option
 @judge_answers_option
 @trajectory_options
@@ -92,6 +97,14 @@ def grade_command(
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
+    batching = Batching.take(judge_options)
+    if batching is not None:
+        refused = batching.refusal(
+            output=output, sources=cases, traces=from_format is not None
+        ) or ("--dry-run counts what would be asked: it sends no batch" if dry_run else None)
+        if refused is not None:
+            click.echo(f"judge grade: {refused}", err=True)
+            sys.exit(EXIT_UNREADABLE)
     sources: list[Any] = list(cases)
     reader = None
     if from_format is not None:  # trace files, converted as `judge import` converts them
@@ -131,8 +144,9 @@ def grade_command(
         click.echo("\n".join(lines))
         return
     summary = Summary()
+    prepared: list[Any] = []
     try:
-        asyncio.run(_grade(judge, cases, output, summary, sources))
+        asyncio.run(_grade(judge, cases, output, summary, sources, batching, prepared))
         if reader is not None:
             reader.finish(cases)
     except JudgeEndpointError as exc:
@@ -141,7 +155,12 @@ def grade_command(
     except InputError as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
+    if batching is not None and not prepared:  # --batch-file: written, nothing graded
+        return
     print_summary(summary, summary_format, sys.stderr if output is None else sys.stdout)
+    if prepared and prepared[0].state.batches:
+        lines = cost_lines(prepared[0], price_per_mtok, batching.discount if batching else 0.5)
+        click.echo("\n".join(lines), err=output is None)
     verdicts = summary.verdicts
     if fail_under is not None:
         rate = verdicts.pass_rate if verdicts else None
@@ -169,30 +188,43 @@ async def _grade(
     output: str | None,
     summary: Summary,
     sources: list[Any],
+    batching: Batching | None = None,
+    prepared: list[Any] | None = None,
 ) -> None:
-    """Grade each source (a case file's path, or the cases of a trace file) into `output`."""
+    """Grade each source (a case file's path, or the cases of a trace file) into `output`;
+    with `batching`, from the replies of provider batches (appended to `prepared`)."""
     done = finished_results(output, judge.differs_from) if output else []
     for result in done:
         summary.add(result)
     skip = {r.id for r in done}
-    sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
     show = sys.stderr.isatty()
-    try:
-        async with judge:
+    async with judge:
+        found = None
+        if batching is not None:
+            found = await prepare(judge, batching, cases_of(cases, skip), output)
+            if found is None:
+                return
+            judge.gate_requests(found.gate(batching.retry))
+            if prepared is not None:
+                prepared.append(found)
+        sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
+        try:
             for path, source in zip(cases, sources, strict=True):
                 total = line_count(path) if show and isinstance(source, str) else None
                 with progress_bar(
                     os.path.basename(path), total and total - len(skip), show
                 ) as step:
                     async for result in judge.iter_grade(source, skip=skip):
+                        if found is not None:
+                            result = found.annotate(result)
                         summary.add(result)
                         sink.write(dumps(result.to_json_dict()) + b"\n")
                         sink.flush()  # a finished result is never lost
                         report_skipped("grade", invalid_messages(result))
                         step(1)
-    finally:
-        if output:
-            sink.close()
+        finally:
+            if output:
+                sink.close()
 
 
 @click.group("rubric")

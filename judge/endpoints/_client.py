@@ -128,6 +128,9 @@ class EndpointClient:
 class ChatClient(EndpointClient):
     """The judge's chat completions: a reply that fits a verdict schema."""
 
+    gate: Callable[[dict[str, Any]], str | None] | None = None
+    """A request it gives a reason for is refused (`JudgeRequestError`), never sent."""
+
     async def complete(
         self,
         messages: list[dict[str, str]],
@@ -142,22 +145,18 @@ class ChatClient(EndpointClient):
     ) -> Reply:
         """Ask once (with retries on transient faults) for a reply that fits `schema`; with
         `logprobs`, also for that many alternatives of each generated token."""
-        if mode == "json_object":
-            messages = _with_schema_in_prompt(messages, schema)
-        body: dict[str, Any] = {
-            **(extra_body or {}),
-            "model": self.endpoint.model,
-            "messages": messages,
-            "temperature": temperature,
-            **_structured(mode, schema),
-        }
-        if seed is not None:
-            body["seed"] = seed
-        if reasoning_effort is not None:
-            body["reasoning_effort"] = reasoning_effort
-        if logprobs is not None:
-            body.update(logprobs=True, top_logprobs=logprobs)
-        return await self._send(body, mode)
+        body = complete_body(
+            self.endpoint.model,
+            messages,
+            schema=schema,
+            mode=mode,
+            temperature=temperature,
+            seed=seed,
+            reasoning_effort=reasoning_effort,
+            extra_body=extra_body,
+            logprobs=logprobs,
+        )
+        return await self.send(body, mode)
 
     async def answer(
         self,
@@ -169,20 +168,16 @@ class ChatClient(EndpointClient):
     ) -> Reply:
         """Ask for one token, greedily, with its `logprobs` most likely alternatives: a
         one-word answer scored by its probabilities."""
-        body: dict[str, Any] = {
-            **(extra_body or {}),
-            "model": self.endpoint.model,
-            "messages": messages,
-            "temperature": 0.0,
-            "max_tokens": 1,
-            "logprobs": True,
-            "top_logprobs": logprobs,
-        }
-        if seed is not None:
-            body["seed"] = seed
-        return await self._send(body, None)
+        body = answer_body(
+            self.endpoint.model, messages, logprobs=logprobs, seed=seed, extra_body=extra_body
+        )
+        return await self.send(body, None)
 
-    async def _send(self, body: dict[str, Any], mode: ResponseFormat | None) -> Reply:
+    async def send(self, body: dict[str, Any], mode: ResponseFormat | None) -> Reply:
+        """POST one chat-completions body (as `complete_body` or `answer_body` built it)."""
+        if self.gate is not None and (why := self.gate(body)) is not None:
+            raise JudgeRequestError(why)
+
         async def send() -> ChatCompletion:
             async with self._slots:
                 # The SDK's own POST: its errors, timeouts and parsing, without the per-field
@@ -192,13 +187,68 @@ class ChatClient(EndpointClient):
                 )
 
         completion = await self.request(send, f"judge model {self.endpoint.model}")
-        return _reply(completion, mode)
+        return reply_of(completion, mode)
 
     def refused(self, exc: openai.APIStatusError, what: str) -> JudgeError:
         return _classify_failure(exc, self.endpoint)
 
     def failed(self, message: str) -> JudgeError:
         return JudgeRequestError(f"the judge endpoint failed: {message}")
+
+
+def complete_body(
+    model: str,
+    messages: list[dict[str, str]],
+    *,
+    schema: dict[str, Any],
+    mode: ResponseFormat,
+    temperature: float,
+    seed: int | None,
+    reasoning_effort: str | None = None,
+    extra_body: dict[str, Any] | None = None,
+    logprobs: int | None = None,
+) -> dict[str, Any]:
+    """The body of a request for a reply that fits `schema`: what `ChatClient.complete`
+    sends, and what a batch input line holds."""
+    if mode == "json_object":
+        messages = _with_schema_in_prompt(messages, schema)
+    body: dict[str, Any] = {
+        **(extra_body or {}),
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        **_structured(mode, schema),
+    }
+    if seed is not None:
+        body["seed"] = seed
+    if reasoning_effort is not None:
+        body["reasoning_effort"] = reasoning_effort
+    if logprobs is not None:
+        body.update(logprobs=True, top_logprobs=logprobs)
+    return body
+
+
+def answer_body(
+    model: str,
+    messages: list[dict[str, str]],
+    *,
+    logprobs: int,
+    seed: int | None,
+    extra_body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The body of a one-token question: what `ChatClient.answer` sends."""
+    body: dict[str, Any] = {
+        **(extra_body or {}),
+        "model": model,
+        "messages": messages,
+        "temperature": 0.0,
+        "max_tokens": 1,
+        "logprobs": True,
+        "top_logprobs": logprobs,
+    }
+    if seed is not None:
+        body["seed"] = seed
+    return body
 
 
 def _structured(mode: ResponseFormat, schema: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +288,8 @@ def _with_schema_in_prompt(
     return [{**first, "content": first["content"] + note}, *rest]
 
 
-def _reply(completion: Any, mode: ResponseFormat | None) -> Reply:
+def reply_of(completion: Any, mode: ResponseFormat | None) -> Reply:
+    """What a chat completion (the SDK's object) says, for a request of this format."""
     choices = getattr(completion, "choices", None) or []
     if not choices:
         return Reply("", None, None, *_usage(completion))

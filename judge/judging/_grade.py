@@ -41,11 +41,13 @@ from judge.endpoints._client import (
     JudgeRequestError,
     Reply,
     ResponseFormat,
+    answer_body,
+    complete_body,
     rejects_logprobs,
     rejects_structured_output,
     serving,
 )
-from judge.endpoints._endpoint import resolve_endpoint
+from judge.endpoints._endpoint import Endpoint, resolve_endpoint
 from judge.endpoints._retry import RetryPolicy
 from judge.judging._cache import VerdictCache, cache_key
 from judge.judging._confidence import answer_distribution, label_distributions
@@ -154,6 +156,7 @@ class Judge:
         self._cache = VerdictCache(cache_dir or default_cache_dir()) if cache else None
         self._client: ChatClient | None = None
         self._client_lock = asyncio.Lock()
+        self._gate: Callable[[dict[str, Any]], str | None] | None = None
         self._schemas = SchemaCache()
         self._provenance: dict[tuple[ResponseFormat, int | None], Provenance] = {}
         self.trusted: bool | None = None
@@ -171,6 +174,11 @@ class Judge:
         self._platt: dict[str, tuple[float, float]] = {}
 
     # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> Endpoint | None:
+        """The endpoint asked (None: the embedded model)."""
+        return self._endpoint
 
     @property
     def model(self) -> str:
@@ -249,6 +257,7 @@ class Judge:
             theirs.pop("response_format")
         for fields in (mine, theirs):  # logprobs change a verdict's confidence, not its label
             fields.pop("logprobs", None)
+            fields.pop("batch", None)  # where a reply came from changes nothing
         return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
 
     def calibrate(
@@ -297,7 +306,15 @@ class Judge:
                 self._client = ChatClient(
                     endpoint, concurrency=concurrency, timeout=self._timeout, policy=self._retry
                 )
+                self._client.gate = self._gate
             return self._client
+
+    def gate_requests(self, gate: Callable[[dict[str, Any]], str | None] | None) -> None:
+        """Refuse the requests for which `gate(body)` gives a reason (that case then gets
+        `judge_error` with it): after a batch, what must not be asked online."""
+        self._gate = gate
+        if self._client is not None:
+            self._client.gate = gate
 
     # -- grading ----------------------------------------------------------------------------
 
@@ -604,14 +621,7 @@ class Judge:
             completion_tokens=reply.completion_tokens,
             cached_prompt_tokens=reply.cached_tokens or 0,
         )
-        shares = answer_distribution(reply.tokens, rubric.answers)
-        if shares is None:
-            words = " or ".join(rubric.answers)
-            raise ReplyError(
-                f"question {ask.id!r}: the reply gives no probability to {words} ({needs})",
-                reply.text,
-            )
-        p = shares[rubric.answers[0]]
+        p = answer_share(rubric, ask, reply)
         if self._cache is not None:
             await self._cache.put(key, {"p": p})
         return p
@@ -660,25 +670,13 @@ class Judge:
                 cached_prompt_tokens=reply.cached_tokens or 0,
             )
             raw = reply.text or reply.refusal
-            if reply.refusal:
-                raise ReplyError(f"the judge refused: {reply.refusal}", raw)
-            if reply.finish_reason == "length":
-                problem = "the reply was cut off (finish_reason: length)"
-            elif not reply.text.strip():
-                problem = "the reply was empty"
+            try:
+                answer, data, confidences = read_verdict(question, reply, parse)
+            except Unusable as exc:
+                problem = str(exc)
             else:
-                try:
-                    data = orjson.loads(reply.text)
-                    answer = parse(data)
-                except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError) as exc:
-                    problem = f"the reply does not fit the schema: {_short(exc)}"
-                else:
-                    confidences = _confidences(question, reply, data, answer)
-                    if self._cache is not None:
-                        if asked is not None and isinstance(data, dict):
-                            data = {**data, _CONFIDENCE: confidences}
-                        await self._cache.put(key, data)
-                    return _with_confidences(answer, confidences)
+                await self._keep(key, data, confidences, asked)
+                return _with_confidences(answer, confidences)
             conversation += [
                 {"role": "assistant", "content": reply.text},
                 {
@@ -688,6 +686,129 @@ class Judge:
                 },
             ]
         raise ReplyError(f"no usable verdict after {1 + MAX_REASKS} tries: {problem}", raw)
+
+    async def _keep(
+        self, key: str, data: Any, confidences: list[float | None], asked: int | None
+    ) -> None:
+        if self._cache is not None:
+            if asked is not None and isinstance(data, dict):
+                data = {**data, _CONFIDENCE: confidences}
+            await self._cache.put(key, data)
+
+    async def accept(self, asked: Asked, reply: Reply) -> str | None:
+        """Take a reply obtained elsewhere (a batch's output) for a request `requests` listed,
+        as if this judge had asked it: validated exactly as online and, when usable, cached
+        under the request's key. Returns why it cannot be used (None: kept)."""
+        if self._cache is None:
+            return "no verdict cache to keep the reply in"
+        try:
+            if asked.ask is not None:
+                await self._cache.put(
+                    asked.key, {"p": answer_share(asked.rubric, asked.ask, reply)}
+                )
+                return None
+            _, data, confidences = read_verdict(asked.question, reply, parser(asked.question))
+        except (Unusable, ReplyError) as exc:
+            return str(exc)
+        await self._keep(asked.key, data, confidences, asked.logprobs)
+        return None
+
+    async def requests(self, case: Case) -> list[Asked]:
+        """The requests grading `case` would send now, each with its cache key and whether
+        the cache answers it already: what a batch submits (the uncached ones)."""
+        if case.response is None or self._endpoint is None:
+            return []
+        try:
+            questions = self.questions(case, self.check(case)).questions
+        except (TemplateError, ShapeError):  # grading records `judge_error`, asking nothing
+            return []
+        model, found = self._endpoint.model, []
+        for question in questions:
+            rubric = question.rubric
+            if rubric.scored:
+                for ask in asks(rubric, question.messages, question.calls):
+                    key = self._answer_key(rubric, ask)
+                    body = answer_body(
+                        model,
+                        ask.messages,
+                        logprobs=ANSWER_LOGPROBS,
+                        seed=self.seed,
+                        extra_body=self.extra_body,
+                    )
+                    cached = await self.is_answered(rubric, ask)
+                    found.append(Asked(key, body, None, question, rubric, cached, case.id, ask))
+                continue
+            for sample in range(self.samples):
+                key = self._key(question, sample, self._mode, self._logprobs)
+                body = complete_body(
+                    model,
+                    list(question.messages),
+                    schema=question.schema,
+                    mode=self._mode,
+                    temperature=self.temperature,
+                    seed=None if self.seed is None else self.seed + sample,
+                    reasoning_effort=self.reasoning_effort,
+                    extra_body=self.extra_body,
+                    logprobs=self._logprobs,
+                )
+                cached = await self.is_cached(question, sample)
+                found.append(
+                    Asked(key, body, self._mode, question, rubric, cached, case.id,
+                          logprobs=self._logprobs)
+                )  # fmt: skip
+        return found
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One request grading would send: its cache key (a stable id), its body, and what it
+    asks (a scored rubric's one-token question `ask`, or a verdict of `mode`)."""
+
+    key: str
+    body: dict[str, Any]
+    mode: ResponseFormat | None
+    question: Question
+    rubric: Rubric
+    cached: bool
+    case_id: str
+    ask: Ask | None = None
+    logprobs: int | None = None
+
+
+class Unusable(ValueError):
+    """A reply that cannot be used as a verdict (cut off, empty, off the schema): asked again."""
+
+
+def read_verdict(
+    question: Question, reply: Reply, parse: Callable[[Any], Any]
+) -> tuple[Any, Any, list[float | None]]:
+    """The verdict a reply gives (with its data and confidences). A refusal is a
+    `ReplyError`; a reply that could be better asked again is `Unusable`."""
+    if reply.refusal:
+        raise ReplyError(f"the judge refused: {reply.refusal}", reply.text or reply.refusal)
+    if reply.finish_reason == "length":
+        raise Unusable("the reply was cut off (finish_reason: length)")
+    if not reply.text.strip():
+        raise Unusable("the reply was empty")
+    try:
+        data = orjson.loads(reply.text)
+        answer = parse(data)
+    except (orjson.JSONDecodeError, ValidationError, ValueError, TypeError) as exc:
+        raise Unusable(f"the reply does not fit the schema: {_short(exc)}") from None
+    return answer, data, _confidences(question, reply, data, answer)
+
+
+def answer_share(rubric: Rubric, ask: Ask, reply: Reply) -> float:
+    """The probability a one-token reply gives the rubric's first answer word."""
+    shares = answer_distribution(reply.tokens, rubric.answers)
+    if shares is None:
+        words = " or ".join(rubric.answers)
+        raise ReplyError(
+            f"question {ask.id!r}: the reply gives no probability to {words} (a scored rubric "
+            "needs an endpoint that returns token logprobs)",
+            reply.text,
+        )
+    return shares[rubric.answers[0]]
 
 
 @dataclass
@@ -726,7 +847,7 @@ def grade(cases: Any, **options: Any) -> CheckResults:
 def _judge_fields(provenance: Provenance, exclude: set[str] | None = None) -> dict[str, Any]:
     """The provenance as a key or a fingerprint holds it: without `logprobs` when they are not
     asked, so the keys of a judge that never asks them are those it always had."""
-    found = provenance.model_dump(mode="json", exclude=exclude)
+    found = provenance.model_dump(mode="json", exclude={"batch", *(exclude or ())})
     if found.get("logprobs") is None:
         found.pop("logprobs", None)
     return found

@@ -1,0 +1,294 @@
+"""`judge grade --batch` against a fake OpenAI Batch API on 127.0.0.1: exactly the requests
+online grading sends, the same results, a kill while polling resumed without a new batch,
+expired batches resubmitted once, unusable lines asked again, files for runners elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.batch_server import BatchServer, offline_output
+from tests.review_helpers import clean_env
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
+
+
+@pytest.fixture
+def server() -> Iterator[BatchServer]:  # overrides conftest's: this one serves batches too
+    running = BatchServer().start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def judge(
+    server: BatchServer, tmp_path: Path, *args: str, cache: str = "cache"
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "judge", *args, "--base-url", server.url, "--model", "m",
+         "--cache-dir", str(tmp_path / cache)],
+        capture_output=True, text=True, env=clean_env(), timeout=300,
+    )  # fmt: skip
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def comparable(row: dict[str, Any]) -> dict[str, Any]:
+    """A result without what says how it was asked (usage, the batch id)."""
+    judged = dict(row["judge"] or {})
+    judged.pop("usage", None)
+    if judged.get("provenance"):
+        judged["provenance"] = {k: v for k, v in judged["provenance"].items() if k != "batch"}
+    return {**row, "judge": judged}
+
+
+def by_id(path: Path) -> dict[str, dict[str, Any]]:
+    return {r["id"]: comparable(r) for r in rows(path)}
+
+
+def bodies(server: BatchServer) -> list[dict[str, Any]]:
+    """The bodies of every batch's input lines, in order."""
+    return [line["body"] for b in server.batches for line in server.input_lines(b)]
+
+
+def test_a_batch_sends_exactly_what_online_grading_sends_and_grades_the_same(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    online = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(tmp_path / "online.jsonl"),
+                   cache="online-cache")  # fmt: skip
+    assert online.returncode in (0, 1), online.stderr
+    sent_online = sorted(json.dumps(r.body, sort_keys=True) for r in server.chat_requests)
+    server.seen.clear()
+
+    batched = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(tmp_path / "batch.jsonl"),
+                    "--batch", "--batch-poll", "0.05", "--price-per-mtok", "2")  # fmt: skip
+    assert batched.returncode == online.returncode, batched.stderr
+    assert server.chat_requests == []  # nothing asked online
+    assert server.batch_creations == 1
+    in_batch = sorted(json.dumps(b, sort_keys=True) for b in bodies(server))
+    assert in_batch == sent_online
+    assert by_id(tmp_path / "batch.jsonl") == by_id(tmp_path / "online.jsonl")
+    noted = {r["judge"]["provenance"].get("batch") for r in rows(tmp_path / "batch.jsonl")
+             if r["judge"]["usage"]["cached"]}  # fmt: skip
+    assert noted == {"batch_1"}
+    # the cost, online and at the batch price
+    line = next(x for x in batched.stdout.splitlines() if x.startswith("cost at $2.0/Mtok"))
+    online_cost, batch_cost = (
+        float(p.split(" ")[0].strip("$")) for p in line.split(": ")[1].split(", ")
+    )
+    assert batch_cost == pytest.approx(online_cost * 0.5, abs=1e-4) and online_cost > 0
+    # and a batch line is a Batch API line: custom_id, method, url, body
+    first = server.input_lines(next(iter(server.batches)))[0]
+    assert set(first) == {"custom_id", "method", "url", "body"}
+    assert first["method"] == "POST" and first["url"] == "/v1/chat/completions"
+
+    # graded again: every answer is cached, nothing is submitted
+    server.seen.clear()
+    again = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(tmp_path / "again.jsonl"),
+                  "--batch", "--batch-poll", "0.05")  # fmt: skip
+    assert again.returncode == online.returncode, again.stderr
+    assert server.batch_creations == 0 and server.chat_requests == []
+
+
+def test_a_kill_while_polling_resumes_the_same_batch_without_a_new_one(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    server.hold.clear()  # every batch stays in progress
+    output = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "judge", "grade", str(EXAMPLES), "-o", str(output),
+               "--batch", "--batch-poll", "0.05", "--base-url", server.url, "--model", "m",
+               "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    state = Path(f"{output}.batch.json")
+    deadline = time.monotonic() + 60
+    polls = 0
+    while time.monotonic() < deadline:
+        polls = sum(1 for s in server.seen if s.method == "GET" and "/batches/" in s.path)
+        if state.exists() and polls >= 3:
+            break
+        time.sleep(0.05)
+    assert polls >= 3, "the batch was never polled"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert server.batch_creations == 1
+
+    server.hold.set()
+    resumed = subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=300)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert server.batch_creations == 1  # zero new submissions
+    assert "no new batch: resumed" in resumed.stderr
+    assert len(rows(output)) == 9 and all(
+        r["judge"]["status"] != "judge_error" for r in rows(output)
+    )
+
+
+def test_a_batch_recorded_nowhere_is_adopted_not_paid_twice(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    output = tmp_path / "out.jsonl"
+    first = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                  "--batch-poll", "0.05")  # fmt: skip
+    assert first.returncode in (0, 1), first.stderr
+    # as if the process had died between creating the batch and writing its state
+    Path(f"{output}.batch.json").unlink()
+    output.unlink()
+    second = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                   "--batch-poll", "0.05", cache="other-cache")  # fmt: skip
+    assert second.returncode == first.returncode, second.stderr
+    assert server.batch_creations == 1
+
+
+def test_an_expired_batch_is_resubmitted_once_then_judge_error(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    server.ends.extend(["expired", "completed"])
+    output = tmp_path / "out.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                "--batch-poll", "0.05")  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    first, second = server.batches
+    assert (
+        len(server.input_lines(second))
+        == len(server.input_lines(first)) - len(server.input_lines(first)) // 2
+    )  # only what the expired batch left unanswered
+    assert all(
+        r["judge"]["status"] == "ok" for r in rows(output) if r["judge"]["status"] != "skipped"
+    )
+    assert server.chat_requests == []
+
+
+def test_what_two_batches_left_unanswered_is_judge_error_never_asked_online(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    server.ends.extend(["expired", "expired"])
+    output = tmp_path / "twice.jsonl"
+    judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+          "--batch-poll", "0.05")  # fmt: skip
+    assert server.batch_creations == 2
+    errors = [r for r in rows(output) if r["judge"]["status"] == "judge_error"]
+    assert errors and server.chat_requests == []
+    assert all("expired before answering it" in r["judge"]["error"] for r in errors)
+
+
+def test_an_unusable_line_is_asked_again_online_or_in_one_follow_up_batch(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    broken: list[str] = []
+
+    def fault(line: dict[str, Any]) -> str | None:
+        if not broken:
+            broken.append(line["custom_id"])
+        return "malformed" if line["custom_id"] == broken[0] and len(server.batches) == 1 else None
+
+    server.fault = fault
+    output = tmp_path / "online.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                "--batch-poll", "0.05")  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    # the malformed line's request, asked online, exactly as the batch line held it
+    line = next(x for x in server.input_lines("batch_1") if x["custom_id"] == broken[0])
+    assert [r.body for r in server.chat_requests] == [line["body"]]
+    assert all(r["judge"]["status"] != "judge_error" for r in rows(output))
+
+    broken.clear()
+    server.batches.clear()
+    server.seen.clear()
+    output = tmp_path / "batch.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                "--batch-poll", "0.05", "--batch-retry", "batch", cache="fresh")  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    assert server.chat_requests == []
+    first, *follow_up = server.batches
+    assert len(follow_up) == 1
+    assert [x["custom_id"] for x in server.input_lines(follow_up[0])] == broken
+    assert all(r["judge"]["status"] != "judge_error" for r in rows(output))
+
+
+def test_an_errored_line_is_judge_error_with_batch_retry_batch_once_it_fails_twice(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    target: list[str] = []
+
+    def fault(line: dict[str, Any]) -> str | None:
+        target.append(target[0] if target else line["custom_id"])
+        return "error" if line["custom_id"] == target[0] else None
+
+    server.fault = fault
+    output = tmp_path / "out.jsonl"
+    judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+          "--batch-poll", "0.05", "--batch-retry", "batch")  # fmt: skip
+    assert server.batch_creations == 2 and server.chat_requests == []
+    errors = [r for r in rows(output) if r["judge"]["status"] == "judge_error"]
+    assert len(errors) == 1 and "the server had an error" in errors[0]["judge"]["error"]
+
+
+def test_large_work_is_split_into_several_batches(server: BatchServer, tmp_path: Path) -> None:
+    output = tmp_path / "out.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                "--batch-poll", "0.05", "--batch-max-requests", "5")  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    sizes = [len(server.input_lines(b)) for b in server.batches]
+    assert len(sizes) == 3 and max(sizes) <= 5 and sum(sizes) == 13
+    server.batches.clear()  # (else the same chunks would be adopted from the first run)
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(tmp_path / "b.jsonl"),
+                "--batch", "--batch-poll", "0.05", "--batch-max-bytes", "20000",
+                cache="fresh")  # fmt: skip
+    more = list(server.batches)
+    assert len(more) > 1
+    assert all(len(server.files[server.batches[b]["input_file_id"]]) <= 20000 for b in more)
+
+
+def test_a_batch_file_for_a_runner_elsewhere_and_its_output_read_back(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    written = tmp_path / "input.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "--batch-file", str(written))
+    assert run.returncode == 0, run.stderr
+    assert "wrote 13 requests" in run.stderr and server.seen == []
+    output_file = tmp_path / "output.jsonl"
+    output_file.write_bytes(offline_output(server, written.read_bytes()))
+    graded = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(tmp_path / "out.jsonl"),
+                   "--batch-results", str(output_file))  # fmt: skip
+    assert graded.returncode in (0, 1), graded.stderr
+    assert server.chat_requests == []
+    online = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(tmp_path / "on.jsonl"),
+                   cache="online")  # fmt: skip
+    assert by_id(tmp_path / "out.jsonl") == by_id(tmp_path / "on.jsonl")
+    assert online.returncode == graded.returncode
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--batch"], "give -o FILE"),
+        (["--batch", "-o", "x.jsonl", "--dry-run"], "--dry-run"),
+        (["--batch", "--batch-file", "f.jsonl", "-o", "x.jsonl"], "choose one"),
+    ],
+)
+def test_batch_options_that_cannot_work_are_refused(
+    server: BatchServer, tmp_path: Path, args: list[str], says: str
+) -> None:
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), *args)
+    assert run.returncode == 2 and says in run.stderr
+
+
+def test_the_embedded_judge_has_no_batch_api(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "judge", "grade", str(EXAMPLES), "-o", str(tmp_path / "x.jsonl"),
+         "--batch", "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, env=clean_env(), timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2 and "give --base-url" in run.stderr
