@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.batch_server import BatchServer, offline_output
+from tests.chat_server import Reply, completion
 from tests.review_helpers import clean_env
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
@@ -292,3 +293,93 @@ def test_the_embedded_judge_has_no_batch_api(tmp_path: Path) -> None:
         capture_output=True, text=True, env=clean_env(), timeout=120,
     )  # fmt: skip
     assert run.returncode == 2 and "give --base-url" in run.stderr
+
+
+def candidate(body: dict[str, Any]) -> Reply:
+    """A candidate model: calls the first tool offered with a city, and says what it cost."""
+    reply = completion(None)
+    tools = body.get("tools") or []
+    if tools:
+        name = tools[0]["function"]["name"]
+        reply["choices"][0]["message"]["tool_calls"] = [
+            {"id": "c1", "type": "function",
+             "function": {"name": name, "arguments": json.dumps({"city": "Paris"})}}
+        ]  # fmt: skip
+        reply["choices"][0]["finish_reason"] = "tool_calls"
+    reply["usage"]["cost"] = 0.001
+    reply["model"] = body["model"]
+    return Reply(body=reply)
+
+
+@pytest.fixture
+def candidates() -> Iterator[BatchServer]:
+    running = BatchServer(candidate).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def run_models(server: BatchServer, output: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "judge", "run", str(EXAMPLES), "--models", "a/one,b/two",
+            "--base-url", server.url, "--no-preflight", "--reasoning-effort", "off",
+            "-o", str(output), *args]  # fmt: skip
+
+
+def test_judge_run_batch_sends_the_online_bodies_and_records_what_was_charged(
+    candidates: BatchServer, tmp_path: Path
+) -> None:
+    command = run_models(candidates, tmp_path / "online.jsonl")
+    online = subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=300)
+    assert online.returncode == 0, online.stderr
+    sent_online = sorted(json.dumps(r.body, sort_keys=True) for r in candidates.chat_requests)
+    candidates.seen.clear()
+    batched = subprocess.run(
+        run_models(candidates, tmp_path / "batch.jsonl", "--batch", "--batch-poll", "0.05",
+                   "--price-per-mtok", "1"),
+        capture_output=True, text=True, env=clean_env(), timeout=300,
+    )  # fmt: skip
+    assert batched.returncode == 0, batched.stderr
+    assert candidates.chat_requests == [] and candidates.batch_creations == 1
+    assert sorted(json.dumps(b, sort_keys=True) for b in bodies(candidates)) == sent_online
+    records = rows(tmp_path / "batch.jsonl")
+    assert len(records) == 18 and {r["batch"] for r in records} == {"batch_1"}
+    assert {r["cost_usd"] for r in records} == {0.001}  # what the provider says it charged
+    keep = ("model", "case_id", "run", "passed", "tool_selection", "argument_values", "failures")
+    as_online = {(r["model"], r["case_id"]): {k: r[k] for k in keep}
+                 for r in rows(tmp_path / "online.jsonl")}  # fmt: skip
+    assert {(r["model"], r["case_id"]): {k: r[k] for k in keep} for r in records} == as_online
+    assert "cost at $1.0/Mtok" in batched.stderr
+
+
+def test_judge_run_batch_killed_while_polling_resumes_without_a_new_batch(
+    candidates: BatchServer, tmp_path: Path
+) -> None:
+    candidates.hold.clear()
+    output = tmp_path / "runs.jsonl"
+    command = run_models(candidates, output, "--batch", "--batch-poll", "0.05")
+    process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if sum(1 for s in candidates.seen if s.method == "GET" and "/batches/" in s.path) >= 3:
+            break
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    candidates.hold.set()
+    resumed = subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert candidates.batch_creations == 1
+    assert len(rows(output)) == 18 and candidates.chat_requests == []
+
+
+def test_judge_run_batch_refuses_agent_runs_and_the_embedded_model(
+    candidates: BatchServer, tmp_path: Path
+) -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "judge", "run", str(EXAMPLES), "--models", "local", "--batch",
+         "-o", str(tmp_path / "r.jsonl")],
+        capture_output=True, text=True, env=clean_env(), timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "no Batch API" in refused.stderr

@@ -3,10 +3,9 @@ provider batches before grading runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -14,6 +13,9 @@ from judge._errors import InputError
 from judge.cases._case import Case
 from judge.cases._loading import iter_cases
 from judge.cli._common import stack_options
+
+if TYPE_CHECKING:
+    from judge.endpoints._batch import BatchOptions, Progress, Retry
 
 batch_options = stack_options(
     click.option(
@@ -90,7 +92,7 @@ class Batching:
 
     submit: bool
     poll: float
-    retry: str
+    retry: Retry
     max_requests: int
     max_bytes: int
     file: str | None
@@ -106,12 +108,22 @@ class Batching:
         return cls(
             submit=found["batch"],
             poll=found["batch_poll"],
-            retry=found["batch_retry"],
+            retry=cast("Retry", found["batch_retry"]),
             max_requests=found["batch_max_requests"],
             max_bytes=found["batch_max_bytes"],
             file=found["batch_file"],
             results=found["batch_results"],
             discount=found["batch_discount"],
+        )
+
+    def options(self) -> BatchOptions:
+        from judge.endpoints._batch import BatchOptions
+
+        return BatchOptions(
+            poll=self.poll,
+            retry=self.retry,
+            max_requests=self.max_requests,
+            max_bytes=self.max_bytes,
         )
 
     def refusal(self, *, output: str | None, sources: tuple[str, ...], traces: bool) -> str | None:
@@ -138,44 +150,37 @@ def cases_of(paths: Iterable[str], skip: set[str]) -> list[Case]:
 async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str | None) -> Any:
     """Fill the verdict cache from batches (or an output file); the `Prepared` batches, or
     None when only the input file was written."""
-    from judge.judging._batch import (
-        BatchOptions,
-        BatchRun,
-        BatchState,
-        Prepared,
-        Progress,
-        read_batch_output,
-        requests_of,
-        write_batch_file,
-    )
+    from judge.judging._batch import grade_batches, read_results, write_input
 
     if judge.endpoint is None:
         raise InputError("a batch needs an endpoint with a Batch API: give --base-url")
     if batching.file is not None:
-        asked, _ = await requests_of(judge, cases)
-        todo = [a for a in asked.values() if not a.cached]
-        write_batch_file(batching.file, todo)
+        written, cached = await write_input(judge, cases, batching.file)
         click.echo(
-            f"judge grade: wrote {len(todo)} requests to {batching.file} "
-            f"({len(asked) - len(todo)} answered from the cache); grade their output with "
-            "--batch-results",
+            f"judge grade: wrote {written} requests to {batching.file} ({cached} answered "
+            "from the cache); grade with their output file as --batch-results",
             err=True,
         )
         return None
     if batching.results is not None:
-        asked, by_case = await requests_of(judge, cases)
-        name = Path(batching.results).name
-        kept, failed, _ = await read_batch_output(
-            judge, Path(batching.results).read_bytes(), asked, name
-        )
-        state = BatchState(answered=dict.fromkeys(kept, name), failed=failed)
-        missing = sum(1 for k, a in asked.items() if not a.cached and k not in kept)
+        prepared, missing = await read_results(judge, cases, batching.results, batching.retry)
         click.echo(
-            f"judge grade: {batching.results}: {len(kept)} replies kept, {len(failed)} "
-            f"unusable; {missing} requests left to ask ({batching.retry})",
+            f"judge grade: {batching.results}: {len(prepared.state.answered)} replies kept, "
+            f"{len(prepared.state.failed)} unusable; {missing} requests left to ask "
+            f"({batching.retry})",
             err=True,
         )
-        return Prepared(asked, by_case, state, {})
+        return prepared
+    prepared = await grade_batches(
+        judge, cases, f"{output}.batch.json", batching.options(), progress_printer("grade")
+    )
+    if prepared.submitted == 0 and prepared.state.batches:
+        click.echo(f"judge grade: no new batch: resumed from {output}.batch.json", err=True)
+    return prepared
+
+
+def progress_printer(command: str) -> Callable[[Progress], None]:
+    """A line on standard error whenever a batch changes status."""
     shown: dict[str, str] = {}
 
     def progress(found: Progress) -> None:
@@ -183,28 +188,18 @@ async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str
             if shown.get(batch_id) != status:
                 shown[batch_id] = status
                 click.echo(
-                    f"judge grade: batch {batch_id} {status} "
+                    f"judge {command}: batch {batch_id} {status} "
                     f"({found.done}/{found.total} requests done)",
                     err=True,
                 )
 
-    options = BatchOptions(
-        poll=batching.poll,
-        retry=batching.retry,  # type: ignore[arg-type]
-        max_requests=batching.max_requests,
-        max_bytes=batching.max_bytes,
-    )
-    run = BatchRun(judge, f"{output}.batch.json", options, on_progress=progress)
-    prepared = await run.prepare(cases)
-    if prepared.submitted == 0 and prepared.state.batches:
-        click.echo(f"judge grade: no new batch: resumed from {output}.batch.json", err=True)
-    return prepared
+    return progress
 
 
-def cost_lines(prepared: Any, price: float | None, discount: float) -> list[str]:
+def cost_lines(state: Any, price: float | None, discount: float) -> list[str]:
     """What the batches answered, and their cost beside the online cost."""
-    requests, prompt, completion = prepared.usage
-    batches = len(prepared.state.batches)
+    requests, prompt, completion = state.usage
+    batches = len(state.batches)
     lines = [
         f"batch: {requests} requests answered in {batches} batches "
         f"({prompt} prompt + {completion} completion tokens)"

@@ -159,7 +159,9 @@ def grade_command(
         return
     print_summary(summary, summary_format, sys.stderr if output is None else sys.stdout)
     if prepared and prepared[0].state.batches:
-        lines = cost_lines(prepared[0], price_per_mtok, batching.discount if batching else 0.5)
+        lines = cost_lines(
+            prepared[0].state, price_per_mtok, batching.discount if batching else 0.5
+        )
         click.echo("\n".join(lines), err=output is None)
     verdicts = summary.verdicts
     if fail_under is not None:
@@ -204,7 +206,7 @@ async def _grade(
             found = await prepare(judge, batching, cases_of(cases, skip), output)
             if found is None:
                 return
-            judge.gate_requests(found.gate(batching.retry))
+            judge.gate_requests(found.gate())
             if prepared is not None:
                 prepared.append(found)
         sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115

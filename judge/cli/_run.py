@@ -15,6 +15,7 @@ import click
 
 from judge._errors import InputError, JudgeError
 from judge.cases._loading import load_cases
+from judge.cli._batch import Batching, batch_options, cost_lines, progress_printer
 from judge.cli._common import (
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
@@ -142,6 +143,13 @@ _judge_choice: list[Callable[..., Any]] = [
 @trajectory_options
 @stack_options(*_judge_choice)
 @stack_options(*_report_options)
+@batch_options
+@click.option(
+    "--price-per-mtok",
+    type=float,
+    help="With --batch: USD per million tokens, to show the batches' cost online and at "
+    "the batch price.",
+)
 def run_command(
     cases: str,
     models: str,
@@ -160,15 +168,18 @@ def run_command(
     agent: str | None,
     report_format: str,
     html: str | None,
+    price_per_mtok: float | None,
     **judging: Any,
 ) -> None:
     """Run every model of --models on CASES (--runs times each), with the same settings for
-    all, grade every response, and compare the models.
+    all, grade every response, and compare the models. With --batch, through the endpoint's
+    Batch API (about half the price; a rerun resumes the same batches).
 
     With --env (the built-in loop) or --agent, each run is an agent run of several steps: the
     candidate's calls are executed in a fresh environment and answered, until it answers in
     text or --max-steps is reached; the whole transcript is graded."""
     require_files((cases,))
+    batching = Batching.take(judging)
     env_spec = judging["env"]
     match, factory = _trajectory(judging, "run")
     loop = _loop(env_spec, factory, agent, max_steps)
@@ -179,6 +190,21 @@ def run_command(
     names = list(dict.fromkeys(m.strip() for m in models.split(",") if m.strip()))
     if not names:
         raise click.BadParameter("name at least one model", param_hint="--models")
+    if batching is not None:
+        refused = (
+            "--batch-file and --batch-results are for judge grade"
+            if batching.file or batching.results
+            else "a batch holds single requests: agent runs (--env, --agent) take several steps"
+            if loop is not None
+            else "the embedded model has no Batch API"
+            if LOCAL in names
+            else "--batch keeps its state beside the runs file: give -o FILE"
+            if output is None
+            else None
+        )
+        if refused is not None:
+            click.echo(f"judge run: {refused}", err=True)
+            sys.exit(EXIT_UNREADABLE)
     loaded = _load(cases, "run")
     try:
         endpoint = candidate_endpoint(names, base_url, api_key_env)
@@ -223,11 +249,29 @@ def run_command(
         )
         async with runner:
             plan = runner.plan(loaded, names, runs, done)
-            return await _store(
-                output, done, plan.total, "run", lambda on: runner.run(plan, on_record=on)
-            )
+            if batching is None:
+                return await _store(
+                    output, done, plan.total, "run", lambda on: runner.run(plan, on_record=on)
+                )
 
+            async def batched(on: Callable[[RunRecord], None]) -> None:
+                state = await runner.run_batched(
+                    plan,
+                    on_record=on,
+                    state_path=f"{output}.batch.json",
+                    options=batching.options(),
+                    discount=batching.discount,
+                    on_progress=progress_printer("run"),
+                )
+                spent.append(state)
+
+            return await _store(output, done, plan.total, "run", batched)
+
+    spent: list[Any] = []
     records = _finish(_closing(go(), judge), "run")
+    if spent and spent[0].batches:
+        lines = cost_lines(spent[0], price_per_mtok, batching.discount if batching else 0.5)
+        click.echo("\n".join(lines), err=True)
     _report(records, report_format, html, sys.stdout if output else sys.stderr)
 
 

@@ -70,6 +70,8 @@ class RunRecord(BaseModel):
     calls_from_content: bool = False
     """The calls were read from JSON text in the reply's content (the embedded model)."""
     attempts: int = 1
+    batch: str | None = None
+    """The provider batch that answered the request (`judge run --batch`)."""
     settings: dict[str, Any] | None = None
     """The settings agreed for the whole run, the same in every record of it: every request
     field but model, messages and tools (a case without tools is sent without `tool_choice`;
@@ -128,6 +130,8 @@ class RunRecord(BaseModel):
             data["error"] = self.error
         if self.calls_from_content:
             data["calls_from_content"] = True
+        if self.batch is not None:
+            data["batch"] = self.batch
         data |= {"attempts": self.attempts, "settings": self.settings}
         return data
 

@@ -10,6 +10,7 @@ finish and are stored (a response already paid for is never thrown away), then i
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -26,6 +27,7 @@ from judge.checks._env import NOT_OBSERVED, Environment, EnvironmentFactory, new
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
+from judge.endpoints._batch import BatchOptions, BatchRun, BatchState, Progress
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.endpoints._client import JudgeEndpointError, serving
 from judge.endpoints._endpoint import Endpoint
@@ -254,19 +256,69 @@ class Runner:
                 model=model, case_id=case.id, run=run, error=str(exc), settings=self.settings
             )
         spent = self._spent(model, answer.body, answer.latency_s, answer.attempts)
-        record = RunRecord(
+        return await self.grader.grade(self._record(model, case, run, answer.body, spent), case)
+
+    def _record(
+        self, model: str, case: Case, run: int, body: Any, spent: dict[str, Any], **extra: Any
+    ) -> RunRecord:
+        return RunRecord(
             model=model,
             case_id=case.id,
             run=run,
-            response=answer.body,
+            response=body,
             usage=spent["usage"],
             latency_s=spent["latency_s"],
             cost_usd=spent["cost_usd"],
-            error=reply_error(answer.body),
-            attempts=answer.attempts,
+            error=reply_error(body),
+            attempts=spent["attempts"],
             settings=self.settings,
+            **extra,
         )
-        return await self.grader.grade(record, case)
+
+    async def run_batched(
+        self,
+        plan: Plan,
+        *,
+        on_record: OnRecord,
+        state_path: str,
+        options: BatchOptions,
+        discount: float = 0.5,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> BatchState:
+        """Carry out `plan` through provider batches: every request in batch input files
+        (the same bodies as online), each reply recorded as it is read back. Its
+        `cost_usd` is what the provider reports it charged, else the price table's less
+        `discount`. What a batch could not answer is asked online (`retry="online"`) or
+        recorded as an error with the reason once its batch tries are spent."""
+        if self._endpoint is None or self.loop is not None:
+            raise AssertionError("a batch is for single requests to a hosted endpoint")
+        await self.grader.grade_all(plan.judge, on_record=on_record, concurrency=self._concurrency)
+        jobs = {job_key(*job): job for job in plan.ask}
+        requests = {key: request_body(*job, self.agreed) for key, job in jobs.items()}
+
+        async def accept(key: str, body: dict[str, Any], origin: str) -> str | None:
+            model, case, run = jobs[key]
+            spent = self._spent(model, body, None, 1, batch=(origin, discount))
+            record = self._record(model, case, run, body, spent, batch=origin)
+            on_record(await self.grader.grade(record, case))
+            return None
+
+        batches = BatchRun(self._endpoint, state_path, options, on_progress)
+        state = await batches.run(requests, accept, ())
+        given_up = state.given_up(options.retry)
+        for key, why in given_up.items():
+            if key in jobs:
+                model, case, run = jobs[key]
+                on_record(
+                    RunRecord(
+                        model=model, case_id=case.id, run=run, error=why, settings=self.settings
+                    )
+                )
+        left = [
+            job for key, job in jobs.items() if key not in state.answered and key not in given_up
+        ]
+        await pool(left, lambda job: self._ask(*job), on_record, self._concurrency)
+        return state
 
     async def _run_agent(self, model: str, case: Case, run: int, loop: AgentLoop) -> RunRecord:
         """One agent run from its start: a fresh environment, every step asked with the
@@ -363,8 +415,17 @@ class Runner:
         )
         return await self.grader.grade(record, case)
 
-    def _spent(self, model: str, body: Any, latency_s: float, attempts: int) -> dict[str, Any]:
-        """What one request cost: its usage as returned, latency, attempts and price."""
+    def _spent(
+        self,
+        model: str,
+        body: Any,
+        latency_s: float | None,
+        attempts: int,
+        batch: tuple[str, float] | None = None,
+    ) -> dict[str, Any]:
+        """What one request cost: its usage as returned, latency, attempts and price (from a
+        batch, `batch` = (its id, its discount): no latency of its own, and the table's
+        price less the discount unless the provider says what it charged)."""
         usage = body.get("usage") if isinstance(body, dict) else None
         usage = usage if isinstance(usage, dict) else None
         reported = usage.get("cost") if usage else None  # OpenRouter reports what it billed
@@ -373,9 +434,11 @@ class Runner:
             if isinstance(reported, int | float)
             else self.agreed.models[model].cost(usage)
         )
+        if batch is not None and cost is not None and not isinstance(reported, int | float):
+            cost *= 1 - batch[1]
         return {
             "usage": usage,
-            "latency_s": round(latency_s, 4),
+            "latency_s": None if latency_s is None else round(latency_s, 4),
             "attempts": attempts,
             "cost_usd": cost,
         }
@@ -434,6 +497,11 @@ async def pool(
         await asyncio.gather(*tasks, return_exceptions=True)
     if refused:
         raise refused[0]
+
+
+def job_key(model: str, case: Case, run: int) -> str:
+    """A stable key of one (model, case, run): a batch line's `custom_id`."""
+    return hashlib.sha256(dumps([model, case.id, run])).hexdigest()[:40]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,404 @@
+"""Provider batches: requests sent through the OpenAI Batch API (which OpenAI serves, and vLLM
+and other OpenAI-compatible servers implement) as input files, polled until they end, their
+replies read back line by line.
+
+A small state file holds the batches submitted, their status and the request keys in each,
+so a killed process polls the same batches again instead of paying twice; a batch created but
+not yet recorded is found again by its metadata. A request whose batch ended (expired,
+cancelled, failed) before answering it is submitted once more; one whose reply was unusable
+once more too when `retry="batch"`; after that it is given up, with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import openai
+from pydantic import BaseModel, Field, ValidationError
+
+from judge._errors import InputError
+from judge.cases._files import write_atomically
+from judge.cases._json import dumps, loads
+from judge.endpoints._client import JudgeEndpointError, sdk_client
+from judge.endpoints._endpoint import Endpoint
+
+BATCH_URL: Literal["/v1/chat/completions"] = "/v1/chat/completions"
+MAX_REQUESTS = 50_000
+"""Requests per batch (OpenAI's limit)."""
+MAX_BYTES = 200 * 1024 * 1024
+"""Bytes per batch input file (OpenAI's limit)."""
+TERMINAL = frozenset(("completed", "failed", "expired", "cancelled"))
+TRIES = 2
+"""Batch submissions of one request at most: the first, and one more after an expired,
+cancelled or failed batch (or, with `retry="batch"`, after an unusable reply)."""
+Retry = Literal["online", "batch"]
+Accept = Callable[[str, dict[str, Any], str], Awaitable[str | None]]
+"""Takes a request's reply body (status 200) and the batch (or file) it came from: None when
+it was kept, else why it is unusable."""
+
+
+class Submitted(BaseModel):
+    """One batch this tool created."""
+
+    id: str
+    input_file_id: str
+    chunk: str
+    """A digest of its request keys (also in the batch's metadata, to adopt it on resume)."""
+    keys: list[str]
+    status: str = "validating"
+    ingested: bool = False
+    completed: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class BatchState(BaseModel):
+    """What the state file holds."""
+
+    version: int = 1
+    batches: list[Submitted] = Field(default_factory=list)
+    answered: dict[str, str] = Field(default_factory=dict)
+    """Request key -> the batch (or file) whose reply was kept."""
+    failed: dict[str, str] = Field(default_factory=dict)
+    """Request key -> why its last batch gave no usable reply."""
+    unfinished: list[str] = Field(default_factory=list)
+    """Failed keys whose batch ended (expired, cancelled, failed) before answering them."""
+    tries: dict[str, int] = Field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> BatchState:
+        if not path.exists():
+            return cls()
+        try:
+            return cls.model_validate_json(path.read_bytes())
+        except ValidationError as exc:
+            raise InputError(f"{path}: not a batch state file: {exc}") from None
+
+    def save(self, path: Path) -> None:
+        write_atomically(path, self.model_dump_json(indent=1).encode(), durable=True)
+
+    def pending(self) -> set[str]:
+        return {k for b in self.batches if not b.ingested for k in b.keys}
+
+    def given_up(self, retry: Retry) -> dict[str, str]:
+        """Request key -> why: the requests whose batch tries are spent (an ended batch's,
+        twice; with `retry="batch"`, any twice)."""
+        return {
+            key: why
+            for key, why in self.failed.items()
+            if self.tries.get(key, 0) >= TRIES and (key in self.unfinished or retry == "batch")
+        }
+
+    @property
+    def usage(self) -> tuple[int, int, int]:
+        """(requests answered, prompt tokens, completion tokens) over every batch."""
+        return (
+            sum(b.completed for b in self.batches),
+            sum(b.prompt_tokens for b in self.batches),
+            sum(b.completion_tokens for b in self.batches),
+        )
+
+
+@dataclass
+class BatchOptions:
+    poll: float = 60.0
+    """The longest wait between two status checks (they start at a second and double)."""
+    retry: Retry = "online"
+    max_requests: int = MAX_REQUESTS
+    max_bytes: int = MAX_BYTES
+    window: str = "24h"
+
+
+@dataclass
+class Progress:
+    """What the batches have done so far, for a progress display."""
+
+    total: int = 0
+    done: int = 0
+    batches: dict[str, str] = field(default_factory=dict)
+    """Batch id -> status."""
+
+
+def batch_line(key: str, body: dict[str, Any]) -> bytes:
+    """One line of a batch input file; `custom_id` is the request's stable key."""
+    return dumps({"custom_id": key, "method": "POST", "url": BATCH_URL, "body": body})
+
+
+def write_batch_file(path: str | Path, requests: Mapping[str, dict[str, Any]]) -> int:
+    """A batch input file of these requests (key -> body), for a runner elsewhere."""
+    write_atomically(path, b"".join(batch_line(k, b) + b"\n" for k, b in requests.items()))
+    return len(requests)
+
+
+@dataclass
+class Output:
+    """What a batch output (or error) file gave."""
+
+    kept: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+async def read_output(
+    data: bytes, keys: Mapping[str, Any], accept: Accept, source: str, origin: str
+) -> Output:
+    """Each line of a batch output or error file for one of `keys`: a reply with status 200
+    is offered to `accept` (with `origin`, the batch or file); any other line is a failure,
+    with the reason (`source` and the line number). Unreadable lines
+    and other requests' lines are skipped (their requests count as unanswered)."""
+    found = Output()
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = loads(line)
+            key = str(row["custom_id"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key not in keys:
+            continue
+        response = row.get("response") or {}
+        status = response.get("status_code")
+        body = response.get("body")
+        if row.get("error") or status != 200 or not isinstance(body, dict):
+            error = row.get("error") or (body.get("error") if isinstance(body, dict) else None)
+            message = error.get("message") if isinstance(error, dict) else error
+            found.failed[key] = f"{source} line {number}: {message or f'status {status}'}"
+            continue
+        usage = body.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        found.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        found.completion_tokens += int(usage.get("completion_tokens") or 0)
+        why = await accept(key, body, origin)
+        if why is None:
+            found.kept.add(key)
+        else:
+            found.failed[key] = f"{source} line {number}: {why}"
+    return found
+
+
+class BatchRun:
+    """The batches of one output file: submit, poll, read the replies, submit again what
+    needs it."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        state_path: str | Path,
+        options: BatchOptions | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        self.endpoint = endpoint
+        self.path = Path(state_path)
+        self.options = options or BatchOptions()
+        self.on_progress = on_progress
+        self.sleep = sleep
+        self.state = BatchState.load(self.path)
+        self.progress = Progress()
+        self.submitted = 0
+        """Batches created by this run (0: a resumed run found its batches)."""
+
+    async def run(
+        self, requests: Mapping[str, dict[str, Any]], accept: Accept, answered: Iterable[str]
+    ) -> BatchState:
+        """Until every request (key -> body) but those `answered` already has a reply or is
+        given up: wait for the batches in the state file, then submit what is left."""
+        skip = set(answered)
+        client = sdk_client(self.endpoint, timeout=120.0)
+        try:
+            while True:
+                await self._settle(client, requests, accept)
+                todo = self._todo(requests, skip)
+                if not todo:
+                    return self.state
+                await self._submit(client, todo, requests)
+        finally:
+            await client.close()
+
+    def _todo(self, requests: Mapping[str, dict[str, Any]], skip: set[str]) -> list[str]:
+        state, pending = self.state, self.state.pending()
+        todo = []
+        for key in requests:
+            if key in skip or key in state.answered or key in pending:
+                continue
+            tries = state.tries.get(key, 0)
+            again = key in state.unfinished or self.options.retry == "batch"
+            if tries == 0 or (tries < TRIES and again):
+                todo.append(key)
+        return todo
+
+    async def _submit(
+        self, client: openai.AsyncOpenAI, todo: list[str], requests: Mapping[str, dict[str, Any]]
+    ) -> None:
+        lines = {key: batch_line(key, requests[key]) for key in todo}
+        for keys in _chunks(lines, self.options.max_requests, self.options.max_bytes):
+            digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32]
+            submitted = await self._adopt(client, digest, keys)
+            if submitted is None:
+                data = b"".join(lines[k] + b"\n" for k in keys)
+                upload = await self._call(
+                    client.files.create(
+                        file=("judge-batch.jsonl", io.BytesIO(data)), purpose="batch"
+                    )
+                )
+                batch = await self._call(
+                    client.batches.create(
+                        input_file_id=upload.id,
+                        endpoint=BATCH_URL,
+                        completion_window=self.options.window,  # type: ignore[arg-type]
+                        metadata={"judge_chunk": digest},
+                    )
+                )
+                submitted = Submitted(
+                    id=batch.id,
+                    input_file_id=upload.id,
+                    chunk=digest,
+                    keys=keys,
+                    status=batch.status,
+                )
+                self.submitted += 1
+            for key in keys:
+                self.state.tries[key] = self.state.tries.get(key, 0) + 1
+            self.state.batches.append(submitted)
+            self.state.save(self.path)
+
+    async def _adopt(
+        self, client: openai.AsyncOpenAI, digest: str, keys: list[str]
+    ) -> Submitted | None:
+        """A batch of exactly these requests that this tool created but did not record (it
+        was stopped in between): found by its metadata, so it is not paid for twice."""
+        known = {b.id for b in self.state.batches}
+        try:
+            listed = await client.batches.list(limit=100)
+        except openai.APIError:
+            return None
+        for batch in listed.data:
+            if batch.id in known or (batch.metadata or {}).get("judge_chunk") != digest:
+                continue
+            if batch.status in ("failed", "expired", "cancelled"):
+                continue
+            return Submitted(
+                id=batch.id,
+                input_file_id=batch.input_file_id,
+                chunk=digest,
+                keys=keys,
+                status=batch.status,
+            )
+        return None
+
+    async def _settle(
+        self, client: openai.AsyncOpenAI, requests: Mapping[str, dict[str, Any]], accept: Accept
+    ) -> None:
+        """Poll every batch not yet read until it ends, then read its replies."""
+        open_batches = [b for b in self.state.batches if not b.ingested]
+        if not open_batches:
+            return
+        self.progress.total = sum(len(b.keys) for b in open_batches)
+        delay = min(1.0, self.options.poll)
+        while True:
+            for submitted in open_batches:
+                if submitted.ingested:
+                    continue
+                batch = await self._call(client.batches.retrieve(submitted.id))
+                submitted.status = batch.status
+                if batch.request_counts is not None:
+                    submitted.completed = batch.request_counts.completed
+                    submitted.failed = batch.request_counts.failed
+                self.progress.batches[submitted.id] = batch.status
+                if batch.status in TERMINAL:
+                    await self._read(client, submitted, batch, requests, accept)
+                self.state.save(self.path)
+            self.progress.done = sum(
+                len(b.keys) if b.ingested else b.completed + b.failed for b in open_batches
+            )
+            if self.on_progress is not None:
+                self.on_progress(self.progress)
+            if all(b.ingested for b in open_batches):
+                return
+            await self.sleep(delay)
+            delay = min(delay * 2, self.options.poll)
+
+    async def _read(
+        self,
+        client: openai.AsyncOpenAI,
+        submitted: Submitted,
+        batch: Any,
+        requests: Mapping[str, dict[str, Any]],
+        accept: Accept,
+    ) -> None:
+        found = Output()
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                content = await self._call(client.files.content(file_id))
+                part = await read_output(
+                    content.content, requests, accept, f"batch {submitted.id}", submitted.id
+                )
+                found.kept |= part.kept
+                found.failed.update(part.failed)
+                submitted.prompt_tokens += part.prompt_tokens
+                submitted.completion_tokens += part.completion_tokens
+        reason = _ended(batch)
+        state = self.state
+        for key in submitted.keys:
+            if key in found.kept:
+                state.answered[key] = submitted.id
+                state.failed.pop(key, None)
+                if key in state.unfinished:
+                    state.unfinished.remove(key)
+            elif key in found.failed and reason is None:
+                state.failed[key] = found.failed[key]
+            else:  # the batch ended before answering it
+                why = f"batch {submitted.id} {batch.status} before answering it"
+                if key in found.failed:
+                    why += f" ({found.failed[key]})"
+                elif reason and reason != batch.status:
+                    why += f": {reason}"
+                state.failed[key] = why
+                if key not in state.unfinished:
+                    state.unfinished.append(key)
+        submitted.ingested = True
+
+    async def _call(self, request: Awaitable[Any]) -> Any:
+        where = self.endpoint.base_url
+        try:
+            return await request
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403, 404):
+                raise JudgeEndpointError(
+                    f"the batch endpoint {where} refused ({exc.status_code}): {exc.message}"
+                ) from None
+            raise
+        except openai.APIConnectionError as exc:
+            raise JudgeEndpointError(f"cannot reach {where}: {exc}") from None
+
+
+def _ended(batch: Any) -> str | None:
+    """Why a batch ended without answering everything (None: it completed)."""
+    if batch.status == "completed":
+        return None
+    errors = getattr(getattr(batch, "errors", None), "data", None) or []
+    messages = [getattr(e, "message", None) for e in errors]
+    return "; ".join(m for m in messages if m) or batch.status
+
+
+def _chunks(lines: Mapping[str, bytes], max_requests: int, max_bytes: int) -> Iterable[list[str]]:
+    chunk: list[str] = []
+    size = 0
+    for key, line in lines.items():
+        length = len(line) + 1
+        if chunk and (len(chunk) >= max_requests or size + length > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(key)
+        size += length
+    if chunk:
+        yield chunk
