@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import ValidationError
 
-from judge._errors import CaseError
+from judge._errors import CaseError, InputError
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
 from judge.cases._files import open_cases
 from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._json import pointer as json_pointer
+from judge.cases._parquet import as_json_lines, is_parquet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,9 +69,10 @@ def load_cases(source: Any) -> LoadedCases:
 
 
 def iter_cases(source: Any) -> Iterator[Case | CaseError]:
-    """Yield each case of `source` in order, or the `CaseError` that stands in its place."""
+    """Yield each case of `source` in order, or the `CaseError` that stands in its place. A
+    path ending in `.parquet` is read as Parquet (one row per case), any other as JSON Lines."""
     if isinstance(source, str | PathLike):
-        return _iter_file(source)
+        return _iter_parquet(source) if is_parquet(source) else _iter_file(source)
     if _is_dataframe(source):
         return _iter_frame(source)
     if isinstance(source, Case | dict):
@@ -104,6 +106,14 @@ def fallback_id(source: str, line: int | None) -> str:
 def _iter_file(path: str | PathLike[str]) -> Iterator[Case | CaseError]:
     for _, item in iter_lines(path):
         yield item
+
+
+def _iter_parquet(path: str | PathLike[str]) -> Iterator[Case | CaseError]:
+    name = str(path)
+    if not Path(name).is_file():
+        raise InputError(f"{name}: no such file")
+    with as_json_lines(name) as stream:
+        yield from iter_stream(stream, name)
 
 
 def iter_lines(path: str | PathLike[str]) -> Iterator[tuple[bytes, Case | CaseError]]:

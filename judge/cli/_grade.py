@@ -14,6 +14,7 @@ from judge._errors import InputError, JudgeError
 from judge.cases._calls import ShapeError
 from judge.cases._json import dumps
 from judge.cases._loading import load_cases
+from judge.cases._parquet import is_parquet, jsonl_to_parquet
 from judge.checks._summary import Summary
 from judge.cli._batch import Batching, batch_options, cases_of, cost_lines, prepare
 from judge.cli._common import (
@@ -145,10 +146,16 @@ def grade_command(
         return
     summary = Summary()
     prepared: list[Any] = []
+    parquet = None
+    if output is not None and is_parquet(output):  # JSON Lines while it runs (to resume)
+        parquet, output = output, f"{output}.jsonl"
     try:
         asyncio.run(_grade(judge, cases, output, summary, sources, batching, prepared))
         if reader is not None:
             reader.finish(cases)
+        if parquet is not None and output is not None and os.path.exists(output):
+            jsonl_to_parquet(output, parquet)
+            os.remove(output)
     except JudgeEndpointError as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_ENDPOINT)

@@ -14,6 +14,7 @@ from judge._errors import CaseError, JudgeError
 from judge.cases._files import open_cases
 from judge.cases._json import dumps_line
 from judge.cases._lean import read_lean
+from judge.cases._parquet import is_parquet
 from judge.checks._plain import check_plain
 from judge.checks._structure import SchemaCache
 from judge.checks._summary import Summary, Tally
@@ -51,7 +52,9 @@ class Checked:
 def default_jobs(paths: tuple[str, ...]) -> int:
     """Every core this process may use when a file is past `MANY_LINES` lines, else 1 (and 1
     for standard input, which is read as it comes)."""
-    if not any(path != "-" and _has_lines(path, MANY_LINES + 1) for path in paths):
+    if not any(
+        path != "-" and not is_parquet(path) and _has_lines(path, MANY_LINES + 1) for path in paths
+    ):
         return 1
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 

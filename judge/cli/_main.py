@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import IO, Any, BinaryIO
@@ -18,6 +19,7 @@ import click
 
 from judge._errors import InputError
 from judge.cases._files import open_cases
+from judge.cases._parquet import as_json_lines, is_parquet, write_parquet
 from judge.checks._summary import Summary
 from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
@@ -126,10 +128,15 @@ def check_command(
         sys.exit(EXIT_UNREADABLE)
     summary = Summary()
     to_stdout = output in (None, "-")
+    parquet = output is not None and is_parquet(output)
     try:
         with ExitStack() as stack:
             sink: IO[bytes] = (
-                sys.stdout.buffer if to_stdout else stack.enter_context(open(output or "", "wb"))
+                sys.stdout.buffer
+                if to_stdout
+                else stack.enter_context(tempfile.TemporaryFile())  # as JSON Lines, then Parquet
+                if parquet
+                else stack.enter_context(open(output or "", "wb"))
             )
             show = progress if progress is not None else sys.stderr.isatty()
             if from_format is not None:
@@ -152,6 +159,9 @@ def check_command(
             if reader is not None:
                 reader.finish(cases)
             sink.flush()
+            if parquet:
+                sink.seek(0)
+                write_parquet(lambda: _rewound(sink), output or "")
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
@@ -183,6 +193,8 @@ def _check_file(
             stream: BinaryIO = stack.enter_context(traced)
         elif path == "-":
             stream = sys.stdin.buffer
+        elif is_parquet(path):
+            stream = stack.enter_context(as_json_lines(path))
         else:
             stream = stack.enter_context(open_cases(path))
         for checked in grader.check(stream, STDIN if path == "-" else path):
@@ -190,6 +202,11 @@ def _check_file(
             sink.write(checked.output)
             report_skipped("check", checked.invalid)
             advance(checked.lines)
+
+
+def _rewound(handle: IO[bytes]) -> IO[bytes]:
+    handle.seek(0)
+    return handle
 
 
 if __name__ == "__main__":
