@@ -25,6 +25,7 @@ LAYERS = (
     "judge.calibrate",
     "judge.runs",
     "judge.service",
+    "judge.ray",  # the checks and the judge on a Ray cluster (the `ray` extra)
     "judge",  # the public API: judge/__init__.py
     "judge.cli",  # and judge/__main__.py
 )

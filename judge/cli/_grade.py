@@ -42,6 +42,7 @@ from judge.cli._matching import (
     judge_trajectory_option,
     trajectory_options,
 )
+from judge.cli._ray import ray_option
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._plan import Plan, plan
@@ -83,6 +84,7 @@ from judge.judging._rubric import load_rubrics
     help="Exit 1 when the judge's pass rate (selection and arguments correct, over "
     "cases judged ok) is lower.",
 )
+@ray_option
 def grade_command(
     cases: tuple[str, ...],
     output: str | None,
@@ -94,10 +96,15 @@ def grade_command(
     summary_format: str,
     fail_under: float | None,
     from_format: str | None,
+    ray_address: str | None,
     **judge_options: Any,
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
+    if ray_address is not None:
+        _grade_on_ray(ray_address, cases, output, calibration, strict, force, summary_format,
+                      fail_under, judge_options, dry_run or from_format is not None)  # fmt: skip
+        return
     batching = Batching.take(judge_options)
     if batching is not None:
         refused = batching.refusal(
@@ -176,6 +183,56 @@ def grade_command(
         if rate is None or rate < fail_under:
             shown = "no case judged" if rate is None else f"judge pass rate {rate:.1%}"
             click.echo(f"judge grade: {shown} is under --fail-under {fail_under:.1%}", err=True)
+            sys.exit(EXIT_BELOW_THRESHOLD)
+
+
+def _grade_on_ray(
+    address: str,
+    cases: tuple[str, ...],
+    output: str | None,
+    calibration: str | None,
+    strict: bool,
+    force: bool,
+    summary_format: str,
+    fail_under: float | None,
+    options: dict[str, Any],
+    unsupported: bool,
+) -> None:
+    """`--ray`: the judge in an actor pool on the cluster, results in input order."""
+    from judge.calibrate._record import GateRefusal
+    from judge.cli._batch import BATCH_OPTIONS
+    from judge.cli._judge_options import judge_kwargs
+    from judge.cli._matching import trajectory_from
+    from judge.cli._ray import grade_on_ray
+
+    given = [name for name in ("batch", "batch_file", "batch_results") if options.get(name)]
+    if unsupported or given or options.get("coverage") or options.get("escalate_model"):
+        click.echo(
+            "judge grade: --ray grades case files with one judge: not with --dry-run, --from, "
+            "--batch, --coverage or --escalate-model",
+            err=True,
+        )
+        sys.exit(EXIT_UNREADABLE)
+    for name in (*BATCH_OPTIONS, "coverage", "price_per_mtok"):
+        options.pop(name, None)
+    output = None if output == "-" else output
+    summary = Summary()
+    try:
+        match, env = trajectory_from(options)
+        kwargs = judge_kwargs({**options, "match": match, "env": env})
+        with open(output, "wb") if output and not is_parquet(output) else sys.stdout.buffer as sink:  # noqa: SIM115
+            grade_on_ray(address, cases, output, summary, sink, kwargs, calibration, strict, force)
+    except (InputError, JudgeError, ValueError) as exc:
+        click.echo(f"judge grade: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE if not isinstance(exc, GateRefusal) else 3)
+    print_summary(summary, summary_format, sys.stderr if output is None else sys.stdout)
+    verdicts = summary.verdicts
+    if fail_under is not None:
+        rate = verdicts.pass_rate if verdicts else None
+        if rate is None or rate < fail_under:
+            click.echo(
+                f"judge grade: judge pass rate under --fail-under {fail_under:.1%}", err=True
+            )
             sys.exit(EXIT_BELOW_THRESHOLD)
 
 

@@ -135,15 +135,26 @@ abstention_options = stack_options(
 )
 
 
-def make_judge(options: dict[str, Any]) -> Judge:
+def judge_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """The `Judge(...)` arguments the judge options give (but the escalation judge)."""
+    options = dict(options)
     extra = options.pop("extra_body")
     try:
         extra_body = json.loads(extra) if extra else None
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"--extra-body is not JSON: {exc}") from None
+    options.pop("escalate_model", None)
+    options.pop("escalate_base_url", None)
     no_cache = options.pop("no_cache")
     logprobs = not options.pop("no_logprobs", False)
-    escalate = options.pop("escalate_model", None), options.pop("escalate_base_url", None)
+    return {"extra_body": extra_body, "cache": not no_cache, "logprobs": logprobs, **options}
+
+
+def make_judge(options: dict[str, Any]) -> Judge:
+    escalate = options.get("escalate_model"), options.get("escalate_base_url")
+    kwargs = judge_kwargs(options)
+    no_cache, logprobs = not kwargs["cache"], kwargs["logprobs"]
+    options = {k: v for k, v in kwargs.items() if k not in ("extra_body", "cache", "logprobs")}
     from judge.endpoints._endpoint import provider_of
     from judge.judging._grade import Judge  # the OpenAI SDK: only for commands that judge
 
@@ -169,13 +180,7 @@ def make_judge(options: dict[str, Any]) -> Judge:
             concurrency=options.get("concurrency", 8),
             logprobs=logprobs,
         )
-    return Judge(
-        extra_body=extra_body,
-        cache=not no_cache,
-        logprobs=logprobs,
-        escalation=escalation,
-        **options,
-    )
+    return Judge(escalation=escalation, **kwargs)
 
 
 def judge_for(

@@ -34,6 +34,7 @@ from judge.cli._common import (
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
+from judge.cli._ray import ray_option
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
@@ -106,6 +107,7 @@ def main() -> None:
 )
 @from_traces_option
 @trajectory_options
+@ray_option
 def check_command(
     cases: tuple[str, ...],
     output: str | None,
@@ -114,6 +116,7 @@ def check_command(
     progress: bool | None,
     jobs: int | None,
     from_format: str | None,
+    ray_address: str | None,
     **trajectory: Any,
 ) -> None:
     """Grade CASES (JSON Lines files, or - for standard input) deterministically: well-formed
@@ -130,38 +133,22 @@ def check_command(
     to_stdout = output in (None, "-")
     parquet = output is not None and is_parquet(output)
     try:
-        with ExitStack() as stack:
-            sink: IO[bytes] = (
-                sys.stdout.buffer
-                if to_stdout
-                else stack.enter_context(tempfile.TemporaryFile())  # as JSON Lines, then Parquet
-                if parquet
-                else stack.enter_context(open(output or "", "wb"))
-            )
-            show = progress if progress is not None else sys.stderr.isatty()
+        if ray_address is not None:
             if from_format is not None:
-                show, jobs = False, 1  # converted in memory: graded in this process
-            jobs = jobs or default_jobs(cases)
-            grader: InProcess | Workers = (
-                Workers(jobs, recipe) if jobs > 1 else InProcess(settings, factory)
-            )
-            stack.enter_context(grader)
-            reader = None
-            if from_format is not None:  # trace files, converted as `judge import` does
-                from judge.cli._import import TraceReader
+                raise InputError("--ray reads case files: convert traces with judge import first")
+            from judge.cli._ray import check_on_ray
 
-                reader = TraceReader(from_format, "check")
-            for path in cases:
-                total = line_count(path) if show else None
-                with progress_bar(os.path.basename(path), total, show) as advance:
-                    traced = reader.spooled(path) if reader is not None else None
-                    _check_file(grader, path, summary, sink, advance, traced)
-            if reader is not None:
-                reader.finish(cases)
-            sink.flush()
-            if parquet:
-                sink.seek(0)
-                write_parquet(lambda: _rewound(sink), output or "")
+            with ExitStack() as stack:
+                out: IO[bytes] = (
+                    sys.stdout.buffer
+                    if to_stdout or parquet
+                    else stack.enter_context(open(output or "", "wb"))
+                )
+                check_on_ray(ray_address, cases, output, summary, out, settings, recipe["env"])
+                out.flush()
+        else:
+            _check_locally(cases, output, summary, settings, factory, recipe, progress, jobs,
+                           from_format, parquet)  # fmt: skip
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
@@ -176,6 +163,54 @@ def check_command(
             shown = "no gradable case" if rate is None else f"pass rate {rate:.1%}"
             click.echo(f"judge check: {shown} is under --fail-under {fail_under:.1%}", err=True)
             sys.exit(EXIT_BELOW_THRESHOLD)
+
+
+def _check_locally(
+    cases: tuple[str, ...],
+    output: str | None,
+    summary: Summary,
+    settings: Any,
+    factory: Any,
+    recipe: dict[str, Any],
+    progress: bool | None,
+    jobs: int | None,
+    from_format: str | None,
+    parquet: bool,
+) -> None:
+    """In this process, or in `jobs` worker processes."""
+    to_stdout = output in (None, "-")
+    with ExitStack() as stack:
+        sink: IO[bytes] = (
+            sys.stdout.buffer
+            if to_stdout
+            else stack.enter_context(tempfile.TemporaryFile())  # as JSON Lines, then Parquet
+            if parquet
+            else stack.enter_context(open(output or "", "wb"))
+        )
+        show = progress if progress is not None else sys.stderr.isatty()
+        if from_format is not None:
+            show, jobs = False, 1  # converted in memory: graded in this process
+        jobs = jobs or default_jobs(cases)
+        grader: InProcess | Workers = (
+            Workers(jobs, recipe) if jobs > 1 else InProcess(settings, factory)
+        )
+        stack.enter_context(grader)
+        reader = None
+        if from_format is not None:  # trace files, converted as `judge import` does
+            from judge.cli._import import TraceReader
+
+            reader = TraceReader(from_format, "check")
+        for path in cases:
+            total = line_count(path) if show else None
+            with progress_bar(os.path.basename(path), total, show) as advance:
+                traced = reader.spooled(path) if reader is not None else None
+                _check_file(grader, path, summary, sink, advance, traced)
+        if reader is not None:
+            reader.finish(cases)
+        sink.flush()
+        if parquet:
+            sink.seek(0)
+            write_parquet(lambda: _rewound(sink), output or "")
 
 
 def _check_file(

@@ -1,0 +1,131 @@
+"""`judge check/grade CASES --ray [ADDRESS]`: the same checks and judge on a Ray cluster (a
+local one with `--ray` alone), results written as JSON Lines or Parquet in input order."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from typing import IO, Any
+
+import click
+
+from judge._errors import InputError
+from judge.cases._parquet import is_parquet, write_parquet
+from judge.checks._result import CaseResult
+from judge.checks._summary import Summary
+
+ray_option = click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="local",
+    default=None,
+    metavar="[ADDRESS]",
+    help="Run on a Ray cluster (the `ray` extra): its address (ray://..., auto), or none for "
+    "a local one. Put it after CASES.",
+)
+
+
+def datasets(paths: tuple[str, ...]) -> list[tuple[Any, str | None]]:
+    """A Ray Dataset per input, and the column holding case JSON (None: rows are cases)."""
+    import ray.data
+
+    found: list[tuple[Any, str | None]] = []
+    for path in paths:
+        if path == "-":
+            raise InputError("--ray reads files (where the cluster can read them), not stdin")
+        if is_parquet(path):
+            found.append((ray.data.read_parquet(os.path.abspath(path)), None))
+        else:  # JSON Lines as text: each line exactly as written (Arrow would reshape it)
+            text = ray.data.read_text(os.path.abspath(path), drop_empty_lines=True)
+            found.append((text, "text"))
+    return found
+
+
+def start(address: str) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--ray needs Ray: pip install 'tool-call-judge[ray]'") from None
+    logging.getLogger("ray").setLevel(logging.ERROR)
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+    if not ray.is_initialized():
+        ray.init(
+            address=None if address == "local" else address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+        )
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True  # results in input order
+    context.enable_progress_bars = False
+
+
+def write_results(
+    outputs: list[Any], output: str | None, summary: Summary, sink: IO[bytes]
+) -> None:
+    """Each result row's JSON to `sink` (JSON Lines; Parquet at the end for a .parquet
+    `output`), counted in `summary`."""
+    parquet = output is not None and is_parquet(output)
+    spool: IO[bytes] = tempfile.TemporaryFile() if parquet else sink  # noqa: SIM115
+    try:
+        for dataset in outputs:
+            for row in dataset.iter_rows():
+                line = row["result"].encode()
+                summary.add(CaseResult.model_validate_json(line))
+                spool.write(line + b"\n")
+        spool.flush()
+        if spool is not sink and output:
+
+            def lines() -> IO[bytes]:
+                spool.seek(0)
+                return spool
+
+            write_parquet(lines, output)
+    finally:
+        if spool is not sink:
+            spool.close()
+
+
+def check_on_ray(
+    address: str, paths: tuple[str, ...], output: str | None, summary: Summary, sink: IO[bytes],
+    match: Any, env: str | None,
+) -> None:  # fmt: skip
+    import judge.ray
+
+    start(address)
+    results = [
+        judge.ray.check(ds, column=column, match=match, env=env) for ds, column in datasets(paths)
+    ]
+    write_results(results, output, summary, sink)
+
+
+def grade_on_ray(
+    address: str,
+    paths: tuple[str, ...],
+    output: str | None,
+    summary: Summary,
+    sink: IO[bytes],
+    judge_options: dict[str, Any],
+    calibration: str | None,
+    strict: bool,
+    force: bool,
+) -> None:
+    import judge.ray
+
+    start(address)
+    results = [
+        judge.ray.grade(
+            ds,
+            column=column,
+            judge=judge_options,
+            calibration=calibration,
+            strict=strict,
+            force=force,
+        )
+        for ds, column in datasets(paths)
+    ]
+    write_results(results, output, summary, sink)

@@ -1,0 +1,251 @@
+"""Checks and judging on a Ray cluster (the `ray` extra: `pip install 'tool-call-judge[ray]'`),
+for data past one machine, where it already lives.
+
+    import ray, judge.ray
+    cases = ray.data.read_text("s3://bucket/cases/*.jsonl")          # one column of case JSON
+    results = judge.ray.check(cases, column="text")                   # map_batches tasks
+    graded = judge.ray.grade(cases, column="text", actors=4,
+                             judge={"base_url": URL, "model": "gpt-4.1-mini"})
+
+Both take a Ray Dataset of cases, as rows that are case objects or as one column of case JSON
+text (`column`), and return a Dataset of results, one row per case: `id`, `passed` and `result`,
+the result's JSON exactly as `judge check` / `judge grade` write it (a bad row is an
+`InvalidCase` result). Rows that are objects come through Arrow, which gives every row the
+union of the fields of all rows, filled with nulls: nested nulls are left out when a row is read
+back, so a `null` written inside a nested value is lost. One column of case JSON text (Ray's
+`read_text` on JSON Lines) or this package's Parquet (nested fields as JSON text) is exact.
+
+Judging runs in an actor pool: each of `actors` actors holds one `Judge` built from the same
+options, with its own bounded concurrency (`judge["concurrency"]`, default 8), so at most
+`actors x concurrency` requests are in flight. Every actor's judge has the fingerprint of the
+driver's, and the calibration gate is applied once, on the driver, before any request. A judge
+endpoint that refuses (a bad key, no credit) fails the cases of the batch that met it with
+`judge_error` and the reason; the job goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from judge._errors import CaseError
+from judge.cases._case import Case
+from judge.cases._json import dumps, loads
+from judge.cases._loading import parse_case
+from judge.cases._match import Match
+from judge.cases._parquet import CASE_JSON_COLUMNS
+from judge.checks._check import check_case, invalid_case_result
+from judge.checks._env import EnvironmentFactory, load_factory
+from judge.checks._outcome import JudgeOutcome
+from judge.checks._result import CaseResult
+from judge.checks._structure import SchemaCache
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from ray.data import Dataset
+
+    from judge.judging._grade import Judge
+
+SOURCE = "<ray>"
+_SCHEMAS = SchemaCache()  # one per worker process: validators built once per schema
+
+
+def check(
+    ds: Dataset,
+    *,
+    column: str | None = None,
+    match: Match | None = None,
+    env: str | None = None,
+    batch_size: int | None = None,
+) -> Dataset:
+    """The deterministic checks of every case of `ds`, in `map_batches` tasks (a block at a
+    time, unless `batch_size`: rows of mixed shapes cannot always be joined into one Arrow
+    batch). `match` and `env` (a `module:callable` factory, loaded in each worker) as
+    `judge check --match/--env`."""
+    return ds.map_batches(
+        functools.partial(_check_batch, column=column, match=match, env=env),
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        zero_copy_batch=True,
+    )
+
+
+def grade(
+    ds: Dataset,
+    *,
+    column: str | None = None,
+    judge: dict[str, Any] | None = None,
+    actors: int = 2,
+    batch_size: int = 64,
+    num_cpus: float = 0.5,
+    calibration: str | None = None,
+    strict: bool = False,
+    force: bool = False,
+) -> Dataset:
+    """The checks and the LLM judge on every case of `ds`, in a pool of `actors` actors, each
+    holding a `Judge(**judge)` and `num_cpus` of a CPU (a hosted judge mostly waits; give the
+    embedded model a whole one or more). With `calibration` (a `judge calibrate` record), the
+    gate is
+    applied here, once, before any request: `GateRefusal` when it refuses (with `force`, the
+    verdicts are marked `trusted: false`)."""
+    from ray.data import ActorPoolStrategy
+
+    from judge.judging._grade import Judge
+
+    options = dict(judge or {})
+    local = Judge(**options)  # built, never entered: its fingerprint and the gate
+    trusted: bool | None = None
+    if calibration is not None:
+        trusted = _gate(local, calibration, strict=strict, force=force)
+    return ds.map_batches(
+        _Grade,
+        fn_constructor_kwargs={
+            "options": options,
+            "column": column,
+            "fingerprint": local.fingerprint(),
+            "trusted": trusted,
+        },
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        compute=ActorPoolStrategy(size=actors),
+        num_cpus=num_cpus,
+        zero_copy_batch=True,
+    )
+
+
+def _gate(judge: Judge, path: str, *, strict: bool, force: bool) -> bool:
+    from judge.calibrate._record import GateRefusal, check_gate, load_record
+
+    record = load_record(path)
+    try:
+        check_gate(
+            record,
+            judge.fingerprint(answers="answer_rubric" in record.fingerprint),
+            strict=strict,
+            source=path,
+            answers=judge.answers,
+        )
+    except GateRefusal:
+        if not force:
+            raise
+        return False
+    return True
+
+
+def items(batch: pa.Table, column: str | None) -> Iterator[Case | CaseError]:
+    """The cases of one batch of rows (or the `CaseError` standing for a bad row)."""
+    for position, row in enumerate(batch.to_pylist(), start=1):
+        try:
+            data = loads(row[column]) if column is not None else _object(row)
+        except (ValueError, TypeError, KeyError) as exc:
+            yield CaseError(f"not a case: {exc}", source=SOURCE, line=position)
+            continue
+        try:
+            yield parse_case(data, source=SOURCE, line=None)
+        except CaseError as exc:
+            yield exc
+
+
+def _object(row: dict[str, Any]) -> dict[str, Any]:
+    """A row read back as a case object: JSON text in the object fields decoded, and the
+    nulls Arrow filled in left out."""
+    found = {}
+    for key, value in row.items():
+        if key in CASE_JSON_COLUMNS and isinstance(value, str):
+            try:
+                value = loads(value)
+            except ValueError:
+                if key != "response":
+                    raise
+        if value is not None:
+            found[key] = _without_nulls(value)
+    return found
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def rows(results: list[CaseResult]) -> dict[str, list[Any]]:
+    """Result rows: `id`, `passed` and the result's JSON."""
+    found = [r.to_json_dict() for r in results]
+    return {
+        "id": [r["id"] for r in found],
+        "passed": [r["passed"] for r in found],
+        "result": [dumps(r).decode() for r in found],
+    }
+
+
+def _check_batch(
+    batch: pa.Table, column: str | None, match: Match | None, env: str | None
+) -> dict[str, list[Any]]:
+    factory = _factory(env) if env is not None else None
+    return rows(
+        [
+            invalid_case_result(item)
+            if isinstance(item, CaseError)
+            else check_case(item, match=match, env=factory, schemas=_SCHEMAS)
+            for item in items(batch, column)
+        ]
+    )
+
+
+@functools.cache
+def _factory(spec: str) -> EnvironmentFactory:
+    return load_factory(spec)
+
+
+class _Grade:
+    """A judging actor: one `Judge`, entered once, on an event loop of its own."""
+
+    def __init__(
+        self,
+        options: dict[str, Any],
+        column: str | None,
+        fingerprint: dict[str, Any],
+        trusted: bool | None,
+    ) -> None:
+        from judge.judging._grade import Judge
+
+        self.column = column
+        self.loop = asyncio.new_event_loop()
+        self.judge = Judge(**options)
+        if self.judge.fingerprint() != fingerprint:
+            raise RuntimeError("this actor's judge differs from the driver's: same options?")
+        self.judge.trusted = trusted
+        self.loop.run_until_complete(self.judge.__aenter__())
+
+    def __call__(self, batch: pa.Table) -> dict[str, list[Any]]:
+        from judge.endpoints._client import JudgeEndpointError
+
+        found = list(items(batch, self.column))
+        try:
+            graded = list(self.loop.run_until_complete(self.judge.grade(found)))
+        except JudgeEndpointError as exc:  # the endpoint refuses: these cases, not the job
+            graded = [self._refused(item, exc) for item in found]
+        return rows(graded)
+
+    def _refused(self, item: Case | CaseError, exc: Exception) -> CaseResult:
+        if isinstance(item, CaseError):
+            return invalid_case_result(item)
+        outcome = JudgeOutcome(
+            status="judge_error",
+            error=str(exc),
+            samples=self.judge.samples,
+            provenance=self.judge.provenance(),
+            trusted=self.judge.trusted,
+        )
+        return self.judge.check(item).model_copy(update={"judge": outcome})
+
+    def __del__(self) -> None:
+        try:
+            self.loop.run_until_complete(self.judge.aclose())
+            self.loop.close()
+        except Exception:  # noqa: BLE001, S110 (the actor is going away)
+            pass

@@ -1,0 +1,157 @@
+"""`judge.ray` and `--ray` on a local Ray cluster (`ray.init(num_cpus=2)`): the same results as
+one process, bad rows as `InvalidCase`, a refusing endpoint failing only its cases, the
+calibration gate applied once before any request."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge import Judge, check, load_cases
+from judge.cases._parquet import iter_rows
+from tests.chat_server import ChatServer, Reply, answer, serving
+from tests.review_helpers import clean_env
+
+ray = pytest.importorskip("ray")
+import judge.ray  # noqa: E402
+
+# Ray warns about its own deprecated settings, and leaves sockets to its workers.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "cases.jsonl"
+DATASETS = sorted((REPO.parent / "shared" / "datasets").glob("*.jsonl"))
+SHARED = DATASETS[0] if DATASETS else EXAMPLES
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR)  # fmt: skip
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True
+    context.enable_progress_bars = False
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def results(ds: Any) -> list[dict[str, Any]]:
+    return [json.loads(row["result"]) for row in ds.iter_rows()]
+
+
+def test_check_on_ray_equals_judge_check_on_a_shared_dataset(tmp_path: Path) -> None:
+    expected = tmp_path / "expected.jsonl"
+    subprocess.run([sys.executable, "-m", "judge", "check", str(SHARED), "-o", str(expected)],
+                   capture_output=True, env=clean_env(), timeout=300)  # fmt: skip
+    lines = ray.data.read_text(str(SHARED), drop_empty_lines=True)
+    found = judge.ray.check(lines, column="text", batch_size=256)
+    rows = list(found.iter_rows())
+    assert [r["result"] for r in rows] == expected.read_text().splitlines()
+    assert [r["id"] for r in rows] == [
+        json.loads(x)["id"] for x in expected.read_text().splitlines()
+    ]
+
+
+def test_rows_that_are_case_objects(tmp_path: Path) -> None:
+    cases = [json.loads(x) for x in EXAMPLES.read_text().splitlines()]
+    found = results(judge.ray.check(ray.data.from_items(cases)))
+    assert found == [r.to_json_dict() for r in check(load_cases(str(EXAMPLES)))]
+
+
+def test_a_bad_row_is_an_invalid_case_result() -> None:
+    rows = ray.data.from_items(
+        [{"text": "{not json"}, {"text": json.dumps({"id": "x", "tools": 3})}]
+    )
+    found = results(judge.ray.check(rows, column="text"))
+    assert [f["failures"][0]["kind"] for f in found] == ["InvalidCase", "InvalidCase"]
+    assert found[1]["id"] == "x" and "tools" in found[1]["failures"][0]["message"]
+
+
+def refusing(body: dict[str, Any]) -> Reply:
+    """A judge endpoint that refuses (401) the requests about one case."""
+    if "arrived broken" in json.dumps(body["messages"]):
+        return Reply(status=401, body={"error": {"message": "bad key"}})
+    return answer(body)
+
+
+def test_grade_on_ray_equals_one_process_and_a_refusal_fails_only_its_cases() -> None:
+    with serving() as server:
+        options = {"base_url": server.url, "model": "m", "cache": False}
+        lines = ray.data.read_text(str(EXAMPLES))
+        found = results(
+            judge.ray.grade(lines, column="text", judge=options, actors=2, batch_size=3)
+        )
+
+        async def alone() -> list[dict[str, Any]]:
+            async with Judge(**options) as one:
+                return [r.to_json_dict() for r in await one.grade(load_cases(str(EXAMPLES)))]
+
+        import asyncio
+
+        assert found == asyncio.run(alone())
+        assert server.max_in_flight <= 2 * 8
+
+    with serving(refusing) as server:
+        options = {"base_url": server.url, "model": "m", "cache": False}
+        found = results(judge.ray.grade(ray.data.read_text(str(EXAMPLES)), column="text",
+                                        judge=options, actors=2, batch_size=1))  # fmt: skip
+    statuses = {r["id"]: r["judge"]["status"] for r in found}
+    refused = [r for r in found if r["judge"]["status"] == "judge_error"]
+    assert refused and len(refused) < len(found)  # the others were judged: the job went on
+    assert all("rejected the API key" in r["judge"]["error"] for r in refused)
+    assert "ok" in statuses.values()
+
+
+def test_the_calibration_gate_is_applied_once_before_any_request(tmp_path: Path) -> None:
+    record = tmp_path / "cal.json"
+    record.write_text(json.dumps({
+        "created": "2026-12-01T00:00:00+00:00", "sample": "s", "results": "r",
+        "disagreements": "d", "fingerprint": {"model": "other"}, "fingerprint_sha256": "0",
+        "threshold": 0.6, "passed": True, "cases": 10, "judge_errors": 0, "dimensions": {},
+    }))  # fmt: skip
+    from judge.calibrate._record import GateRefusal
+
+    with serving() as server:
+        options = {"base_url": server.url, "model": "m", "cache": False}
+        with pytest.raises(GateRefusal, match="measured for another judge"):
+            judge.ray.grade(ray.data.read_text(str(EXAMPLES)), column="text", judge=options,
+                            calibration=str(record))  # fmt: skip
+        lines = ray.data.read_text(str(EXAMPLES))
+        forced = results(judge.ray.grade(lines, column="text", judge=options,
+                                         calibration=str(record), force=True))  # fmt: skip
+        assert {r["judge"]["trusted"] for r in forced if r["judge"]["status"] == "ok"} == {False}
+
+
+def test_judge_check_and_grade_with_ray_write_json_lines_and_parquet(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "judge", *args], capture_output=True,
+                              text=True, env=clean_env(), timeout=300)  # fmt: skip
+
+    plain = run("check", str(EXAMPLES), "-o", str(tmp_path / "plain.jsonl"))
+    on_ray = run("check", str(EXAMPLES), "--ray", "-o", str(tmp_path / "ray.parquet"))
+    assert on_ray.returncode == plain.returncode, on_ray.stderr
+    expected = [json.loads(x) for x in (tmp_path / "plain.jsonl").read_text().splitlines()]
+    assert list(iter_rows(tmp_path / "ray.parquet")) == [
+        {k: v for k, v in r.items() if v is not None} for r in expected
+    ]
+    options = ["--base-url", server.url, "--model", "m", "--no-cache"]
+    graded = run("grade", str(EXAMPLES), "--ray", "-o", str(tmp_path / "graded.jsonl"), *options)
+    assert graded.returncode in (0, 1), graded.stderr
+    rows = [json.loads(x) for x in (tmp_path / "graded.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [r["id"] for r in expected]  # input order
+    assert {r["judge"]["status"] for r in rows} <= {"ok", "skipped"}
