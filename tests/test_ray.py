@@ -89,7 +89,7 @@ def refusing(body: dict[str, Any]) -> Reply:
 
 def test_grade_on_ray_equals_one_process_and_a_refusal_fails_only_its_cases() -> None:
     with serving() as server:
-        options = {"base_url": server.url, "model": "m", "cache": False}
+        options: dict[str, Any] = {"base_url": server.url, "model": "m", "cache": False}
         lines = ray.data.read_text(str(EXAMPLES))
         found = results(
             judge.ray.grade(lines, column="text", judge=options, actors=2, batch_size=3)
@@ -105,7 +105,7 @@ def test_grade_on_ray_equals_one_process_and_a_refusal_fails_only_its_cases() ->
         assert server.max_in_flight <= 2 * 8
 
     with serving(refusing) as server:
-        options = {"base_url": server.url, "model": "m", "cache": False}
+        options: dict[str, Any] = {"base_url": server.url, "model": "m", "cache": False}
         found = results(judge.ray.grade(ray.data.read_text(str(EXAMPLES)), column="text",
                                         judge=options, actors=2, batch_size=1))  # fmt: skip
     statuses = {r["id"]: r["judge"]["status"] for r in found}
@@ -125,7 +125,7 @@ def test_the_calibration_gate_is_applied_once_before_any_request(tmp_path: Path)
     from judge.calibrate._record import GateRefusal
 
     with serving() as server:
-        options = {"base_url": server.url, "model": "m", "cache": False}
+        options: dict[str, Any] = {"base_url": server.url, "model": "m", "cache": False}
         with pytest.raises(GateRefusal, match="measured for another judge"):
             judge.ray.grade(ray.data.read_text(str(EXAMPLES)), column="text", judge=options,
                             calibration=str(record))  # fmt: skip
