@@ -105,7 +105,7 @@ def test_grade_on_ray_equals_one_process_and_a_refusal_fails_only_its_cases() ->
         assert server.max_in_flight <= 2 * 8
 
     with serving(refusing) as server:
-        options: dict[str, Any] = {"base_url": server.url, "model": "m", "cache": False}
+        options = {"base_url": server.url, "model": "m", "cache": False}
         found = results(judge.ray.grade(ray.data.read_text(str(EXAMPLES)), column="text",
                                         judge=options, actors=2, batch_size=1))  # fmt: skip
     statuses = {r["id"]: r["judge"]["status"] for r in found}
