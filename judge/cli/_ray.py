@@ -12,7 +12,6 @@ import click
 
 from judge._errors import InputError
 from judge.cases._parquet import is_parquet, write_parquet
-from judge.checks._result import CaseResult
 from judge.checks._summary import Summary
 
 ray_option = click.option(
@@ -69,6 +68,8 @@ def write_results(
 ) -> None:
     """Each result row's JSON to `sink` (JSON Lines; Parquet at the end for a .parquet
     `output`), counted in `summary`."""
+    from judge.checks._result import CaseResult  # the models: only once --ray is asked
+
     parquet = output is not None and is_parquet(output)
     spool: IO[bytes] = tempfile.TemporaryFile() if parquet else sink  # noqa: SIM115
     try:

@@ -108,6 +108,13 @@ def review_command(
     from judge.service._review import create_review_app
 
     token = os.environ.get(TOKEN_ENV) or None
+    if sample.lower().endswith(".parquet"):
+        click.echo(
+            "judge review: labels are written into the sample line by line: give it as JSON "
+            "Lines",
+            err=True,
+        )
+        sys.exit(EXIT_UNREADABLE)
     if not is_loopback(host) and token is None:
         click.echo(
             f"judge review: {host} is not a loopback address: set {TOKEN_ENV} so that only "
