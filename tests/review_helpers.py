@@ -8,19 +8,17 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.chat_server import Reply, answer
 from tests.helpers import PROVIDER_KEYS, WEATHER, call, tool
-from tests.service_process import free_port
+from tests.service_process import free_port, wait_until_healthy
 
 CITIES = (
     "Paris", "Oslo", "Lima", "Rome", "Cairo", "Quito", "Tokyo",
@@ -149,18 +147,7 @@ def review_process(*args: str, token: str | None = None) -> Iterator[Reviewing]:
         )
     running = Reviewing(f"http://127.0.0.1:{port}", process, log)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"judge review exited {process.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(running.url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"judge review did not start: {log.read_text()}")
-            time.sleep(0.1)
+        wait_until_healthy(running.url, process, log.read_text, "judge review")
         yield running
     finally:
         if process.poll() is None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,14 +69,26 @@ def judge_service(*args: str, token: str | None = None, timeout: float = 60.0) -
 
 
 def _wait_until_healthy(service: Service, timeout: float) -> None:
+    wait_until_healthy(service.url, service.process, service.log, "judge serve", timeout)
+
+
+def wait_until_healthy(
+    url: str,
+    process: subprocess.Popen[bytes],
+    log: Callable[[], str],
+    what: str,
+    timeout: float = 60.0,
+) -> None:
+    """Until `url`/healthz answers 200; RuntimeError with the log if the process exits first
+    or `timeout` passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if service.process.poll() is not None:
-            raise RuntimeError(f"judge serve exited {service.process.returncode}:\n{service.log()}")
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited {process.returncode}:\n{log()}")
         try:
-            if httpx.get(service.url + "/healthz", timeout=1).status_code == 200:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"judge serve did not answer /healthz in {timeout} s:\n{service.log()}")
+    raise RuntimeError(f"{what} did not answer /healthz in {timeout} s:\n{log()}")
