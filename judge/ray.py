@@ -32,13 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 from judge._errors import CaseError
 from judge.cases._case import Case
-from judge.cases._json import dumps, loads
-from judge.cases._loading import parse_case
+from judge.cases._json import dumps, dumps_line, loads
+from judge.cases._lean import read_lean
+from judge.cases._loading import parse_case, read_line
 from judge.cases._match import Match
 from judge.cases._parquet import CASE_JSON_COLUMNS
 from judge.checks._check import check_case, invalid_case_result
 from judge.checks._env import EnvironmentFactory, load_factory
 from judge.checks._outcome import JudgeOutcome
+from judge.checks._plain import check_plain
 from judge.checks._result import CaseResult
 from judge.checks._structure import SchemaCache
 
@@ -174,26 +176,57 @@ def _without_nulls(value: Any) -> Any:
 
 def rows(results: list[CaseResult]) -> dict[str, list[Any]]:
     """Result rows: `id`, `passed` and the result's JSON."""
-    found = [r.to_json_dict() for r in results]
+    return _rows([r.to_json_dict() for r in results])
+
+
+def _rows(found: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {
         "id": [r["id"] for r in found],
         "passed": [r["passed"] for r in found],
-        "result": [dumps(r).decode() for r in found],
+        "result": [dumps_line(r)[:-1].decode() for r in found],
     }
 
 
 def _check_batch(
     batch: pa.Table, column: str | None, match: Match | None, env: str | None
 ) -> dict[str, list[Any]]:
+    """The checks of one batch, on `judge check`'s own path: a line in the common form is
+    read lean and checked without the models, any other as a `Case`."""
     factory = _factory(env) if env is not None else None
-    return rows(
-        [
+    plain = match is None and factory is None
+    found = []
+    for position, raw in enumerate(_raw_rows(batch, column), start=1):
+        lean = read_lean(raw) if plain and raw is not None else None
+        if lean is not None:
+            found.append(check_plain(lean, _SCHEMAS))
+            continue
+        item = (
+            read_line(raw, source=SOURCE, line=position)
+            if raw is not None
+            else CaseError("not a case: the row has no case JSON", source=SOURCE, line=position)
+        )
+        result = (
             invalid_case_result(item)
             if isinstance(item, CaseError)
             else check_case(item, match=match, env=factory, schemas=_SCHEMAS)
-            for item in items(batch, column)
-        ]
-    )
+        )
+        found.append(result.to_json_dict())
+    return _rows(found)
+
+
+def _raw_rows(batch: pa.Table, column: str | None) -> Iterator[bytes | None]:
+    """Each row's case JSON (None: a row with none)."""
+    if column is not None:
+        for value in batch.column(column).to_pylist():
+            if isinstance(value, str):
+                value = value.encode()
+            yield value if isinstance(value, bytes) else None
+        return
+    for row in batch.to_pylist():
+        try:
+            yield dumps(_object(row))
+        except ValueError:
+            yield None
 
 
 @functools.cache
