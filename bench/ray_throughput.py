@@ -37,7 +37,8 @@ ray.data.DataContext.get_current().execution_options.preserve_order = True
 up = time.perf_counter() - start
 start = time.perf_counter()
 ds = ray.data.read_text({str(cases)!r}, drop_empty_lines=True, override_num_blocks={cpus * 4})
-n = sum(b.num_rows for b in judge.ray.check(ds, column="text").iter_batches(batch_size=None, batch_format="pyarrow"))
+checked = judge.ray.check(ds, column="text")
+n = sum(b.num_rows for b in checked.iter_batches(batch_size=None, batch_format="pyarrow"))
 print(json.dumps({{"up": up, "seconds": time.perf_counter() - start, "n": n}}))
 ray.shutdown()
 """

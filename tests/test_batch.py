@@ -383,3 +383,20 @@ def test_judge_run_batch_refuses_agent_runs_and_the_embedded_model(
         capture_output=True, text=True, env=clean_env(), timeout=120,
     )  # fmt: skip
     assert refused.returncode == 2 and "no Batch API" in refused.stderr
+
+
+@pytest.mark.parametrize("end", ["failed", "cancelled"])
+def test_a_failed_or_cancelled_batch_is_submitted_once_more(
+    server: BatchServer, tmp_path: Path, end: str
+) -> None:
+    server.ends.extend([end, "completed"])
+    output = tmp_path / "out.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                "--batch-poll", "0.05")  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    first, second = (server.input_lines(b) for b in server.batches)
+    left = len(first) if end == "failed" else len(first) - len(first) // 2
+    assert len(second) == left  # what the first left unanswered, and only that
+    assert f"batch_1 {end}" in run.stderr
+    assert all(r["judge"]["status"] != "judge_error" for r in rows(output))
+    assert server.chat_requests == []

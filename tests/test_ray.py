@@ -155,3 +155,12 @@ def test_judge_check_and_grade_with_ray_write_json_lines_and_parquet(
     rows = [json.loads(x) for x in (tmp_path / "graded.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [r["id"] for r in expected]  # input order
     assert {r["judge"]["status"] for r in rows} <= {"ok", "skipped"}
+
+
+def test_judge_check_with_ray_reads_parquet_with_rays_reader(tmp_path: Path) -> None:
+    from judge.cases._parquet import jsonl_to_parquet
+
+    cases = tmp_path / "cases.parquet"
+    jsonl_to_parquet(EXAMPLES, cases)
+    found = results(judge.ray.check(ray.data.read_parquet(str(cases))))
+    assert found == [r.to_json_dict() for r in check(load_cases(str(EXAMPLES)))]
