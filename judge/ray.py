@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from judge._errors import CaseError
@@ -36,7 +36,7 @@ from judge.cases._json import dumps, dumps_line, loads
 from judge.cases._lean import read_lean
 from judge.cases._loading import parse_case, read_line
 from judge.cases._match import Match
-from judge.cases._parquet import CASE_JSON_COLUMNS
+from judge.cases._parquet import decoded_row, json_columns
 from judge.checks._check import check_case, invalid_case_result
 from judge.checks._env import EnvironmentFactory, load_factory
 from judge.checks._outcome import JudgeOutcome
@@ -61,13 +61,17 @@ def check(
     match: Match | None = None,
     env: str | None = None,
     batch_size: int | None = None,
+    json_columns: Collection[str] | None = None,
 ) -> Dataset:
     """The deterministic checks of every case of `ds`, in `map_batches` tasks (a block at a
     time, unless `batch_size`: rows of mixed shapes cannot always be joined into one Arrow
     batch). `match` and `env` (a `module:callable` factory, loaded in each worker) as
-    `judge check --match/--env`."""
+    `judge check --match/--env`. `json_columns`: the columns of object rows that hold JSON
+    text (`parquet_json_columns` reads them from this package's Parquet; default: the case's
+    object fields)."""
+    encoded = set(json_columns) if json_columns is not None else None
     return ds.map_batches(
-        functools.partial(_check_batch, column=column, match=match, env=env),
+        functools.partial(_check_batch, column=column, match=match, env=env, encoded=encoded),
         batch_size=batch_size,
         batch_format="pyarrow",
         zero_copy_batch=True,
@@ -85,6 +89,7 @@ def grade(
     calibration: str | None = None,
     strict: bool = False,
     force: bool = False,
+    json_columns: Collection[str] | None = None,
 ) -> Dataset:
     """The checks and the LLM judge on every case of `ds`, in a pool of `actors` actors, each
     holding a `Judge(**judge)` and `num_cpus` of a CPU (a hosted judge mostly waits; give the
@@ -108,6 +113,7 @@ def grade(
             "column": column,
             "fingerprint": local.fingerprint(),
             "trusted": trusted,
+            "encoded": set(json_columns) if json_columns is not None else None,
         },
         batch_size=batch_size,
         batch_format="pyarrow",
@@ -115,6 +121,13 @@ def grade(
         num_cpus=num_cpus,
         zero_copy_batch=True,
     )
+
+
+def parquet_json_columns(path: str) -> set[str] | None:
+    """The columns of JSON text of a Parquet file this package wrote (None: another's)."""
+    import pyarrow.parquet as pq
+
+    return json_columns(pq.read_schema(path).metadata)
 
 
 def _gate(judge: Judge, path: str, *, strict: bool, force: bool) -> bool:
@@ -136,11 +149,14 @@ def _gate(judge: Judge, path: str, *, strict: bool, force: bool) -> bool:
     return True
 
 
-def items(batch: pa.Table, column: str | None) -> Iterator[Case | CaseError]:
+def items(
+    batch: pa.Table, column: str | None, encoded: set[str] | None = None
+) -> Iterator[Case | CaseError]:
     """The cases of one batch of rows (or the `CaseError` standing for a bad row)."""
+    encoded = encoded if encoded is not None else json_columns(batch.schema.metadata)
     for position, row in enumerate(batch.to_pylist(), start=1):
         try:
-            data = loads(row[column]) if column is not None else _object(row)
+            data = loads(row[column]) if column is not None else decoded_row(row, encoded)
         except (ValueError, TypeError, KeyError) as exc:
             yield CaseError(f"not a case: {exc}", source=SOURCE, line=position)
             continue
@@ -148,30 +164,6 @@ def items(batch: pa.Table, column: str | None) -> Iterator[Case | CaseError]:
             yield parse_case(data, source=SOURCE, line=None)
         except CaseError as exc:
             yield exc
-
-
-def _object(row: dict[str, Any]) -> dict[str, Any]:
-    """A row read back as a case object: JSON text in the object fields decoded, and the
-    nulls Arrow filled in left out."""
-    found = {}
-    for key, value in row.items():
-        if key in CASE_JSON_COLUMNS and isinstance(value, str):
-            try:
-                value = loads(value)
-            except ValueError:
-                if key != "response":
-                    raise
-        if value is not None:
-            found[key] = _without_nulls(value)
-    return found
-
-
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
 
 
 def rows(results: list[CaseResult]) -> dict[str, list[Any]]:
@@ -188,14 +180,18 @@ def _rows(found: list[dict[str, Any]]) -> dict[str, list[Any]]:
 
 
 def _check_batch(
-    batch: pa.Table, column: str | None, match: Match | None, env: str | None
+    batch: pa.Table,
+    column: str | None,
+    match: Match | None,
+    env: str | None,
+    encoded: set[str] | None,
 ) -> dict[str, list[Any]]:
     """The checks of one batch, on `judge check`'s own path: a line in the common form is
     read lean and checked without the models, any other as a `Case`."""
     factory = _factory(env) if env is not None else None
     plain = match is None and factory is None
     found = []
-    for position, raw in enumerate(_raw_rows(batch, column), start=1):
+    for position, raw in enumerate(_raw_rows(batch, column, encoded), start=1):
         lean = read_lean(raw) if plain and raw is not None else None
         if lean is not None:
             found.append(check_plain(lean, _SCHEMAS))
@@ -214,7 +210,9 @@ def _check_batch(
     return _rows(found)
 
 
-def _raw_rows(batch: pa.Table, column: str | None) -> Iterator[bytes | None]:
+def _raw_rows(
+    batch: pa.Table, column: str | None, encoded: set[str] | None
+) -> Iterator[bytes | None]:
     """Each row's case JSON (None: a row with none)."""
     if column is not None:
         for value in batch.column(column).to_pylist():
@@ -222,9 +220,10 @@ def _raw_rows(batch: pa.Table, column: str | None) -> Iterator[bytes | None]:
                 value = value.encode()
             yield value if isinstance(value, bytes) else None
         return
+    encoded = encoded if encoded is not None else json_columns(batch.schema.metadata)
     for row in batch.to_pylist():
         try:
-            yield dumps(_object(row))
+            yield dumps(decoded_row(row, encoded))
         except ValueError:
             yield None
 
@@ -243,10 +242,11 @@ class _Grade:
         column: str | None,
         fingerprint: dict[str, Any],
         trusted: bool | None,
+        encoded: set[str] | None,
     ) -> None:
         from judge.judging._grade import Judge
 
-        self.column = column
+        self.column, self.encoded = column, encoded
         self.loop = asyncio.new_event_loop()
         self.judge = Judge(**options)
         if self.judge.fingerprint() != fingerprint:
@@ -257,7 +257,7 @@ class _Grade:
     def __call__(self, batch: pa.Table) -> dict[str, list[Any]]:
         from judge.endpoints._client import JudgeEndpointError
 
-        found = list(items(batch, self.column))
+        found = list(items(batch, self.column, self.encoded))
         try:
             graded = list(self.loop.run_until_complete(self.judge.grade(found)))
         except JudgeEndpointError as exc:  # the endpoint refuses: these cases, not the job

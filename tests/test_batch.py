@@ -277,6 +277,7 @@ def test_a_batch_file_for_a_runner_elsewhere_and_its_output_read_back(
         (["--batch"], "give -o FILE"),
         (["--batch", "-o", "x.jsonl", "--dry-run"], "--dry-run"),
         (["--batch", "--batch-file", "f.jsonl", "-o", "x.jsonl"], "choose one"),
+        (["--batch", "-o", "x.jsonl", "--no-cache"], "not with --no-cache"),
     ],
 )
 def test_batch_options_that_cannot_work_are_refused(
@@ -400,3 +401,50 @@ def test_a_failed_or_cancelled_batch_is_submitted_once_more(
     assert f"batch_1 {end}" in run.stderr
     assert all(r["judge"]["status"] != "judge_error" for r in rows(output))
     assert server.chat_requests == []
+
+
+def test_a_resubmitted_request_answered_unusably_is_still_asked_online(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    server.ends.extend(["expired", "completed"])
+    server.fault = lambda line: "malformed" if len(server.batches) == 2 else None
+    output = tmp_path / "out.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                "--batch-poll", "0.05")  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    second = server.input_lines("batch_2")
+    assert sorted(json.dumps(r.body) for r in server.chat_requests) == sorted(
+        json.dumps(line["body"]) for line in second
+    )
+    assert all(r["judge"]["status"] != "judge_error" for r in rows(output))
+
+
+def test_a_batch_the_endpoint_lost_is_submitted_again_and_a_state_of_another_endpoint_refused(
+    server: BatchServer, tmp_path: Path
+) -> None:
+    server.hold.clear()
+    output = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "judge", "grade", str(EXAMPLES), "-o", str(output),
+               "--batch", "--batch-poll", "0.05", "--base-url", server.url, "--model", "m",
+               "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+        s.method == "GET" and "/batches/" in s.path for s in server.seen
+    ):
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    server.batches.clear()  # purged at the provider
+    server.hold.set()
+    resumed = subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=300)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert "batch_1 lost" in resumed.stderr and server.batch_creations == 2
+    assert all(r["judge"]["status"] != "judge_error" for r in rows(output))
+
+    other = [*command[:-6], "--base-url", server.url.replace("127.0.0.1", "localhost"),
+             "--model", "m", "--cache-dir", str(tmp_path / "other")]  # fmt: skip
+    output.unlink()
+    refused = subprocess.run(other, capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert refused.returncode == 2 and "holds batches of" in refused.stderr

@@ -127,3 +127,28 @@ def test_judge_import_writes_parquet(tmp_path: Path) -> None:
     made = judge("import", "otel", str(traces), "-o", str(tmp_path / "a.parquet"))
     assert made.returncode == 0, made.stderr
     assert list(load_cases(tmp_path / "a.parquet")) == list(load_cases(str(tmp_path / "a.jsonl")))
+
+
+def test_nested_nulls_arrow_fills_in_are_left_out_of_others_parquet(tmp_path: Path) -> None:
+    first = case([call("get_weather", {"city": "Paris"})]) | {"id": "a"}
+    zone = {"type": "object", "properties": {"tz": {"type": "string"}}}
+    second = case([call("get_time", {"tz": "CET"})], tools=[tool("get_time", zone)]) | {"id": "b"}
+    path = tmp_path / "theirs.parquet"
+    pq.write_table(pa.Table.from_pylist([first, second]), path)  # nested structs, unioned
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    assert list(load_cases(path)) == list(load_cases(str(plain)))
+
+
+def test_judge_grade_appends_to_a_parquet_output_as_to_json_lines(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    rows = lines(EXAMPLES)
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:4]))
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[4:]))
+    options = ["--base-url", server.url, "--model", "m", "--cache-dir", str(tmp_path / "cache")]
+    out = str(tmp_path / "all.parquet")
+    judge("grade", str(tmp_path / "a.jsonl"), "-o", out, *options)
+    judge("grade", str(tmp_path / "b.jsonl"), "-o", out, *options)
+    expected = sorted(str(r.get("id", r.get("name"))) for r in rows)
+    assert sorted(r["id"] for r in iter_rows(out)) == expected

@@ -152,6 +152,10 @@ def test_judge_check_and_grade_with_ray_write_json_lines_and_parquet(
     options = ["--base-url", server.url, "--model", "m", "--no-cache"]
     graded = run("grade", str(EXAMPLES), "--ray", "-o", str(tmp_path / "graded.jsonl"), *options)
     assert graded.returncode in (0, 1), graded.stderr
+    as_parquet = run("grade", str(EXAMPLES), "--ray", "-o", str(tmp_path / "g.parquet"), *options)
+    assert as_parquet.returncode == graded.returncode, as_parquet.stderr
+    assert "Traceback" not in as_parquet.stderr and "judged ok" in as_parquet.stdout
+    assert len(list(iter_rows(tmp_path / "g.parquet"))) == len(expected)
     rows = [json.loads(x) for x in (tmp_path / "graded.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [r["id"] for r in expected]  # input order
     assert {r["judge"]["status"] for r in rows} <= {"ok", "skipped"}
@@ -164,3 +168,22 @@ def test_judge_check_with_ray_reads_parquet_with_rays_reader(tmp_path: Path) -> 
     jsonl_to_parquet(EXAMPLES, cases)
     found = results(judge.ray.check(ray.data.read_parquet(str(cases))))
     assert found == [r.to_json_dict() for r in check(load_cases(str(EXAMPLES)))]
+
+
+def test_rays_parquet_reader_keeps_what_this_packages_parquet_says(tmp_path: Path) -> None:
+    from judge.cases._parquet import jsonl_to_parquet
+
+    rows = [json.loads(x) for x in EXAMPLES.read_text().splitlines()][:2]
+    rows[0] |= {"id": "a", "expected_answer": "Paris"}
+    rows[1] |= {"id": 2, "expected_answer": ["Paris", "sunny"]}  # mixed shapes: JSON text
+    source = tmp_path / "mixed.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    jsonl_to_parquet(source, tmp_path / "mixed.parquet")
+    path = str(tmp_path / "mixed.parquet")  # (Ray's reader drops the file's metadata)
+    found = results(
+        judge.ray.check(
+            ray.data.read_parquet(path), json_columns=judge.ray.parquet_json_columns(path)
+        )
+    )
+    assert [r["id"] for r in found] == ["a", "2"]
+    assert found == [r.to_json_dict() for r in check(load_cases(str(source)))]

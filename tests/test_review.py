@@ -405,3 +405,63 @@ def test_a_killed_server_has_lost_no_acknowledged_label(
     assert labels["w09-perth"]["selection"] == "correct"
     assert labels["w10-sofia"]["selection"] == "incorrect"
     assert not list(tmp_path.glob("*.partial"))
+
+
+def _write_labels(path: str, ids: list[str], reviewer: str) -> None:
+    from judge.calibrate._labels import LabelFile
+
+    for case_id in ids:
+        LabelFile(path).write(case_id, {"selection": "correct"}, reviewer=reviewer)
+
+
+def test_processes_writing_one_file_at_once_lose_no_label(
+    judged: tuple[ChatServer, Path, Path], tmp_path: Path
+) -> None:
+    import multiprocessing
+
+    sample, _ = copy(judged, tmp_path)
+    ids = [c["id"] for c in map(json.loads, sample.read_text().splitlines())]
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_write_labels, args=(str(sample), ids[i::3], f"r{i}"))
+        for i in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    labels = file_labels(sample)
+    assert all(labels[i]["selection"] == "correct" for i in ids)
+    assert {labels[i]["reviewer"] for i in ids} == {"r0", "r1", "r2"}
+
+
+def test_a_new_label_never_keeps_the_last_reviewers_name(
+    judged: tuple[ChatServer, Path, Path], tmp_path: Path
+) -> None:
+    sample, results = copy(judged, tmp_path)
+    client(review_of(judged, sample, results, reviewer="ana")).put(
+        "/api/labels/w10-sofia", json={"selection": "correct"}
+    )
+    client(review_of(judged, sample, results)).put(
+        "/api/labels/w10-sofia", json={"selection": "incorrect"}
+    )
+    assert "reviewer" not in file_labels(sample)["w10-sofia"]
+
+
+def test_a_sample_broken_while_served_is_a_409_not_a_500(
+    judged: tuple[ChatServer, Path, Path], tmp_path: Path
+) -> None:
+    sample, results = copy(judged, tmp_path)
+    app = client(review_of(judged, sample, results))
+    with sample.open("a") as handle:
+        handle.write("{not json\n")
+    for reply in (
+        app.get("/api/queue"),
+        app.get("/api/cases/w10-sofia"),
+        app.get("/api/agreement"),
+        app.put("/api/labels/w10-sofia", json={"selection": "correct"}),
+    ):
+        assert reply.status_code == 409, reply.text
+        assert "not valid JSON" in reply.json()["detail"]
+    sample.unlink()
+    assert app.get("/api/queue").status_code == 409

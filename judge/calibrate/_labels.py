@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,8 +73,9 @@ def revision(row: dict[str, Any]) -> str:
 
 def stamped(labels: dict[str, Any], reviewer: str | None) -> dict[str, Any]:
     """The labels with who gave them and when."""
+    kept = {k: v for k, v in labels.items() if k != "reviewer"}  # never the last one's name
     stamp = {"labelled_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    return {**labels, **({"reviewer": reviewer} if reviewer else {}), **stamp}
+    return {**kept, **({"reviewer": reviewer} if reviewer else {}), **stamp}
 
 
 def write_rows(path: str | Path, rows: list[bytes]) -> None:
@@ -99,6 +102,22 @@ class LabelFile:
         self.path = Path(path)
         self._lock = threading.Lock()
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This process's threads, and other processes (`judge label`, another review),
+        one at a time: a lock file beside the sample (`flock`, where the system has it)."""
+        with self._lock, open(self.path.with_name(self.path.name + ".lock"), "a") as handle:
+            try:
+                import fcntl
+            except ImportError:  # no flock here: this process's lock only
+                yield
+                return
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def read(self) -> tuple[list[dict[str, Any]], list[Case]]:
         """The rows and their cases; ids must be unique (a label names its case by id)."""
         raw, cases = read_lines(str(self.path))
@@ -124,7 +143,7 @@ class LabelFile:
         `arguments: not_applicable` is written `null`, as `judge label` writes it. `seen`:
         the revision the writer read; when the case has changed since, the write still
         wins, and `conflict` says what it replaced. KeyError: no such case."""
-        with self._lock:
+        with self._locked():
             raw, cases = read_lines(str(self.path))
             index = next((i for i, c in enumerate(cases) if c.id == case_id), None)
             if index is None:

@@ -39,34 +39,55 @@ def iter_rows(path: str | PathLike[str], *, nulls: bool = False) -> Iterator[dic
         handle = pq.ParquetFile(str(path))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not a readable Parquet file: {exc}") from None
-    metadata = handle.schema_arrow.metadata or {}
-    marked = metadata.get(JSON_COLUMNS_KEY)
-    encoded = set(marked.decode().split(",")) if marked else None
+    encoded = json_columns(handle.schema_arrow.metadata)
 
     def rows() -> Iterator[dict[str, Any]]:
         for batch in handle.iter_batches(batch_size=_ROWS):
             for row in batch.to_pylist():
-                yield _decoded(row, encoded, nulls)
+                yield decoded_row(row, encoded, nulls=nulls)
 
     return rows()
 
 
-def _decoded(row: dict[str, Any], encoded: set[str] | None, nulls: bool) -> dict[str, Any]:
+def json_columns(metadata: dict[bytes, bytes] | None) -> set[str] | None:
+    """The columns this package wrote as JSON text, from a Parquet schema's metadata (None:
+    a file from elsewhere)."""
+    marked = (metadata or {}).get(JSON_COLUMNS_KEY)
+    return set(marked.decode().split(",")) if marked else None
+
+
+def decoded_row(
+    row: dict[str, Any], encoded: set[str] | None, *, nulls: bool = False
+) -> dict[str, Any]:
+    """A Parquet (or Arrow) row as the JSON object it stands for. `encoded`: the columns of
+    JSON text (None, from elsewhere: JSON text in a case's object fields is decoded, and the
+    nulls Arrow fills nested objects with, to give every row the union of all rows' fields,
+    are left out). Top-level nulls are left out too, unless `nulls`."""
     found: dict[str, Any] = {}
     for key, value in row.items():
         if value is None:
             if nulls:
                 found[key] = None
             continue
-        if isinstance(value, str) and (key in encoded if encoded is not None else key in
-                                       CASE_JSON_COLUMNS):  # fmt: skip
+        text = key in encoded if encoded is not None else key in CASE_JSON_COLUMNS
+        if isinstance(value, str) and text:
             try:
                 value = loads(value)
             except DecodeError:
                 if encoded is not None or key != "response":  # plain text is a response
                     raise InputError(f"column {key!r} holds text that is not JSON") from None
+        elif encoded is None:
+            value = _without_nulls(value)
         found[key] = value
     return found
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def as_json_lines(path: str | PathLike[str]) -> BinaryIO:

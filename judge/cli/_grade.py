@@ -6,7 +6,8 @@ import asyncio
 import json
 import os
 import sys
-from typing import Any
+from contextlib import ExitStack
+from typing import IO, Any
 
 import click
 
@@ -14,7 +15,7 @@ from judge._errors import InputError, JudgeError
 from judge.cases._calls import ShapeError
 from judge.cases._json import dumps
 from judge.cases._loading import load_cases
-from judge.cases._parquet import is_parquet, jsonl_to_parquet
+from judge.cases._parquet import is_parquet, iter_rows, jsonl_to_parquet
 from judge.checks._summary import Summary
 from judge.cli._batch import Batching, batch_options, cases_of, cost_lines, prepare
 from judge.cli._common import (
@@ -109,7 +110,13 @@ def grade_command(
     if batching is not None:
         refused = batching.refusal(
             output=output, sources=cases, traces=from_format is not None
-        ) or ("--dry-run counts what would be asked: it sends no batch" if dry_run else None)
+        ) or (
+            "--dry-run counts what would be asked: it sends no batch"
+            if dry_run
+            else "a batch's replies are kept in the verdict cache: not with --no-cache"
+            if judge_options.get("no_cache") and not batching.file
+            else None
+        )
         if refused is not None:
             click.echo(f"judge grade: {refused}", err=True)
             sys.exit(EXIT_UNREADABLE)
@@ -156,6 +163,10 @@ def grade_command(
     parquet = None
     if output is not None and is_parquet(output):  # JSON Lines while it runs (to resume)
         parquet, output = output, f"{output}.jsonl"
+        if os.path.exists(parquet) and not os.path.exists(output):  # appended to, as JSONL is
+            with open(output, "wb") as spool:
+                for row in iter_rows(parquet, nulls=True):
+                    spool.write(dumps({k: v for k, v in row.items() if v is not None}) + b"\n")
     try:
         asyncio.run(_grade(judge, cases, output, summary, sources, batching, prepared))
         if reader is not None:
@@ -220,8 +231,14 @@ def _grade_on_ray(
     try:
         match, env = trajectory_from(options)
         kwargs = judge_kwargs({**options, "match": match, "env": env})
-        with open(output, "wb") if output and not is_parquet(output) else sys.stdout.buffer as sink:  # noqa: SIM115
+        with ExitStack() as stack:
+            sink: IO[bytes] = (
+                stack.enter_context(open(output, "wb"))
+                if output and not is_parquet(output)
+                else sys.stdout.buffer  # (a Parquet output is written at the end)
+            )
             grade_on_ray(address, cases, output, summary, sink, kwargs, calibration, strict, force)
+            sink.flush()
     except (InputError, JudgeError, ValueError) as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE if not isinstance(exc, GateRefusal) else 3)

@@ -26,19 +26,24 @@ ray_option = click.option(
 )
 
 
-def datasets(paths: tuple[str, ...]) -> list[tuple[Any, str | None]]:
-    """A Ray Dataset per input, and the column holding case JSON (None: rows are cases)."""
+def datasets(paths: tuple[str, ...]) -> list[tuple[Any, dict[str, Any]]]:
+    """A Ray Dataset per input, and how to read its rows: the column holding case JSON, or
+    the columns of JSON text of a Parquet file."""
     import ray.data
 
-    found: list[tuple[Any, str | None]] = []
+    from judge.ray import parquet_json_columns
+
+    found: list[tuple[Any, dict[str, Any]]] = []
     for path in paths:
         if path == "-":
             raise InputError("--ray reads files (where the cluster can read them), not stdin")
+        full = os.path.abspath(path)
         if is_parquet(path):
-            found.append((ray.data.read_parquet(os.path.abspath(path)), None))
+            found.append(
+                (ray.data.read_parquet(full), {"json_columns": parquet_json_columns(full)})
+            )
         else:  # JSON Lines as text: each line exactly as written (Arrow would reshape it)
-            text = ray.data.read_text(os.path.abspath(path), drop_empty_lines=True)
-            found.append((text, "text"))
+            found.append((ray.data.read_text(full, drop_empty_lines=True), {"column": "text"}))
     return found
 
 
@@ -98,9 +103,7 @@ def check_on_ray(
     import judge.ray
 
     start(address)
-    results = [
-        judge.ray.check(ds, column=column, match=match, env=env) for ds, column in datasets(paths)
-    ]
+    results = [judge.ray.check(ds, match=match, env=env, **how) for ds, how in datasets(paths)]
     write_results(results, output, summary, sink)
 
 
@@ -120,13 +123,8 @@ def grade_on_ray(
     start(address)
     results = [
         judge.ray.grade(
-            ds,
-            column=column,
-            judge=judge_options,
-            calibration=calibration,
-            strict=strict,
-            force=force,
+            ds, judge=judge_options, calibration=calibration, strict=strict, force=force, **how
         )
-        for ds, column in datasets(paths)
+        for ds, how in datasets(paths)
     ]
     write_results(results, output, summary, sink)

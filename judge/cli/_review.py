@@ -110,8 +110,7 @@ def review_command(
     token = os.environ.get(TOKEN_ENV) or None
     if sample.lower().endswith(".parquet"):
         click.echo(
-            "judge review: labels are written into the sample line by line: give it as JSON "
-            "Lines",
+            "judge review: labels are written into the sample line by line: give it as JSON Lines",
             err=True,
         )
         sys.exit(EXIT_UNREADABLE)

@@ -16,6 +16,7 @@ import hashlib
 import io
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +36,8 @@ MAX_BYTES = 200 * 1024 * 1024
 """Bytes per batch input file (OpenAI's limit)."""
 TERMINAL = frozenset(("completed", "failed", "expired", "cancelled"))
 TRIES = 2
+CALL_TRIES = 5
+"""Attempts of one Batch API call through transient faults."""
 """Batch submissions of one request at most: the first, and one more after an expired,
 cancelled or failed batch (or, with `retry="batch"`, after an unusable reply)."""
 Retry = Literal["online", "batch"]
@@ -63,6 +66,8 @@ class BatchState(BaseModel):
     """What the state file holds."""
 
     version: int = 1
+    endpoint: str | None = None
+    """The endpoint the batches were submitted to."""
     batches: list[Submitted] = Field(default_factory=list)
     answered: dict[str, str] = Field(default_factory=dict)
     """Request key -> the batch (or file) whose reply was kept."""
@@ -203,6 +208,12 @@ class BatchRun:
         self.on_progress = on_progress
         self.sleep = sleep
         self.state = BatchState.load(self.path)
+        if self.state.endpoint not in (None, endpoint.base_url):
+            raise InputError(
+                f"{self.path} holds batches of {self.state.endpoint}, not {endpoint.base_url}: "
+                "write to another -o, or remove it to submit again"
+            )
+        self.state.endpoint = endpoint.base_url
         self.progress = Progress()
         self.submitted = 0
         """Batches created by this run (0: a resumed run found its batches)."""
@@ -246,12 +257,15 @@ class BatchRun:
             if submitted is None:
                 data = b"".join(lines[k] + b"\n" for k in keys)
                 upload = await self._call(
-                    client.files.create(
-                        file=("judge-batch.jsonl", io.BytesIO(data)), purpose="batch"
+                    partial(
+                        client.files.create,
+                        file=("judge-batch.jsonl", io.BytesIO(data)),
+                        purpose="batch",
                     )
                 )
                 batch = await self._call(
-                    client.batches.create(
+                    partial(
+                        client.batches.create,
                         input_file_id=upload.id,
                         endpoint=BATCH_URL,
                         completion_window=self.options.window,  # type: ignore[arg-type]
@@ -308,7 +322,11 @@ class BatchRun:
             for submitted in open_batches:
                 if submitted.ingested:
                     continue
-                batch = await self._call(client.batches.retrieve(submitted.id))
+                batch = await self._call(partial(client.batches.retrieve, submitted.id), gone=True)
+                if batch is None:
+                    self._lost(submitted)
+                    self.state.save(self.path)
+                    continue
                 submitted.status = batch.status
                 if batch.request_counts is not None:
                     submitted.completed = batch.request_counts.completed
@@ -327,6 +345,16 @@ class BatchRun:
             await self.sleep(delay)
             delay = min(delay * 2, self.options.poll)
 
+    def _lost(self, submitted: Submitted) -> None:
+        """A recorded batch the endpoint no longer knows: its requests count as unfinished."""
+        submitted.status, submitted.ingested = "lost", True
+        self.progress.batches[submitted.id] = "lost"
+        for key in submitted.keys:
+            if key not in self.state.answered:
+                self.state.failed[key] = f"batch {submitted.id} is gone at the endpoint (404)"
+                if key not in self.state.unfinished:
+                    self.state.unfinished.append(key)
+
     async def _read(
         self,
         client: openai.AsyncOpenAI,
@@ -338,7 +366,7 @@ class BatchRun:
         found = Output()
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                content = await self._call(client.files.content(file_id))
+                content = await self._call(partial(client.files.content, file_id))
                 part = await read_output(
                     content.content, requests, accept, f"batch {submitted.id}", submitted.id
                 )
@@ -354,8 +382,10 @@ class BatchRun:
                 state.failed.pop(key, None)
                 if key in state.unfinished:
                     state.unfinished.remove(key)
-            elif key in found.failed and reason is None:
+            elif key in found.failed and reason is None:  # answered, unusably: a try spent
                 state.failed[key] = found.failed[key]
+                if key in state.unfinished:
+                    state.unfinished.remove(key)
             else:  # the batch ended before answering it
                 why = f"batch {submitted.id} {batch.status} before answering it"
                 if key in found.failed:
@@ -367,18 +397,31 @@ class BatchRun:
                     state.unfinished.append(key)
         submitted.ingested = True
 
-    async def _call(self, request: Awaitable[Any]) -> Any:
+    async def _call(self, make: Callable[[], Awaitable[Any]], *, gone: bool = False) -> Any:
+        """`make()` with retries on transient faults (429, 5xx, timeouts, a dropped
+        connection: from 1 s, doubling). A refusal for good is `JudgeEndpointError`; with
+        `gone`, a 404 (a batch the endpoint no longer knows) is None."""
         where = self.endpoint.base_url
-        try:
-            return await request
-        except openai.APIStatusError as exc:
-            if exc.status_code in (401, 403, 404):
+        for attempt in range(CALL_TRIES):
+            last = attempt == CALL_TRIES - 1
+            try:
+                return await make()
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if status == 404 and gone:
+                    return None
+                if (status in (408, 409, 429) or status >= 500) and not last:
+                    await self.sleep(2.0**attempt)
+                    continue
                 raise JudgeEndpointError(
-                    f"the batch endpoint {where} refused ({exc.status_code}): {exc.message}"
+                    f"the batch endpoint {where} refused ({status}): {exc.message}"
                 ) from None
-            raise
-        except openai.APIConnectionError as exc:
-            raise JudgeEndpointError(f"cannot reach {where}: {exc}") from None
+            except openai.APIConnectionError as exc:  # timeouts included
+                if not last:
+                    await self.sleep(2.0**attempt)
+                    continue
+                raise JudgeEndpointError(f"cannot reach {where}: {exc}") from None
+        raise AssertionError("unreachable")
 
 
 def _ended(batch: Any) -> str | None:

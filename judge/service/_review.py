@@ -28,7 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from judge._errors import InputError
+from judge._errors import CaseError, InputError
 from judge.calibrate._review import RecordRefused, Review
 from judge.service._app import TOKEN_ENV, BearerAuth
 
@@ -80,6 +80,8 @@ def create_review_app(
         flips between samples, then the rest), each with why it is there."""
         try:
             found = review.queue(dict(request.query_params))
+        except (InputError, CaseError, OSError) as exc:  # (a CaseError is a ValueError)
+            raise _unreadable(review, exc) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         return JSONResponse(found, headers=_NO_STORE)
@@ -91,6 +93,8 @@ def create_review_app(
             found = review.case(case_id)
         except KeyError:
             raise HTTPException(404, f"no case {case_id!r} in {review.sample}") from None
+        except (InputError, CaseError, OSError) as exc:
+            raise _unreadable(review, exc) from None
         return JSONResponse(found, headers={**_NO_STORE, "ETag": f'"{found["revision"]}"'})
 
     @app.put("/api/labels/{case_id:path}")
@@ -112,7 +116,9 @@ def create_review_app(
             written = review.label(case_id, changes, reviewer=reviewer, seen=seen)
         except KeyError:
             raise HTTPException(404, f"no case {case_id!r} in {review.sample}") from None
-        except (ValueError, InputError) as exc:
+        except (InputError, CaseError, OSError) as exc:  # (a CaseError is a ValueError)
+            raise _unreadable(review, exc) from None
+        except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         return JSONResponse(written, headers={**_NO_STORE, "ETag": f'"{written["revision"]}"'})
 
@@ -120,7 +126,10 @@ def create_review_app(
     def agreement() -> JSONResponse:
         """Per dimension: `n`, `kappa`, `ci_low`, `ci_high`, `confusion` (and the rest of
         `judge calibrate`'s figures) for the judge's results against the labels so far."""
-        return JSONResponse(review.agreement(), headers=_NO_STORE)
+        try:
+            return JSONResponse(review.agreement(), headers=_NO_STORE)
+        except (InputError, CaseError, OSError) as exc:
+            raise _unreadable(review, exc) from None
 
     @app.post("/api/calibration")
     def calibration() -> JSONResponse:
@@ -130,9 +139,18 @@ def create_review_app(
             return JSONResponse(review.write_record(), headers=_NO_STORE)
         except RecordRefused as exc:
             raise HTTPException(409, str(exc)) from None
+        except (InputError, CaseError, OSError) as exc:
+            raise _unreadable(review, exc) from None
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+def _unreadable(review: Review, exc: Exception) -> HTTPException:
+    """The sample (or where a record goes) cannot be read or written now: edited meanwhile
+    into something that is not a sample, removed, or a folder without write access."""
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return HTTPException(409, f"{review.sample}: {detail}")
 
 
 class LoopbackOnly:

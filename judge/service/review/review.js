@@ -176,8 +176,10 @@ async function move(step) {
 
 async function showCase(index) {
   state.position = index;
+  state.current = null; // no key labels a case while the next one loads
   const item = state.queue[index];
   const found = await api("GET", "/api/cases/" + encodeURIComponent(item.id));
+  if (state.position !== index) return; // moved on meanwhile: that one is shown instead
   state.current = found;
   sessionStorage.setItem(STORE + "current", found.id);
   renderQueue();
@@ -340,13 +342,16 @@ async function write(changes) {
   found.note = written.note;
   found.revision = written.revision;
   found.state = written.state;
-  state.queue[state.position].state = written.state;
+  // The reviewer may have moved on while it was written: mark the case by its id, and
+  // draw it again only if it is still the one on screen.
+  const entry = state.queue.find((item) => item.id === found.id);
+  if (entry) entry.state = written.state;
   if (written.conflict) {
-    showNotice(`${written.conflict.message} (they had: ${JSON.stringify(written.conflict.replaced)})`);
+    showNotice(`${found.id}: ${written.conflict.message} (they had: ${JSON.stringify(written.conflict.replaced)})`);
   } else {
     byId("banner").hidden = true;
   }
-  renderCase(found);
+  if (state.current === found) renderCase(found);
   renderQueue();
   await Promise.all([refreshProgress(), loadAgreement()]);
 }
