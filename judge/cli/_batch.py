@@ -3,6 +3,7 @@ provider batches before grading runs."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -180,8 +181,10 @@ async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str
 
 
 def progress_printer(command: str) -> Callable[[Progress], None]:
-    """A line on standard error whenever a batch changes status."""
+    """A line on standard error whenever a batch changes status, and on a terminal a
+    progress bar of the requests done (it goes once they all are)."""
     shown: dict[str, str] = {}
+    bar: list[Any] = []  # the rich progress bar, once there is something to show
 
     def progress(found: Progress) -> None:
         for batch_id, status in found.batches.items():
@@ -192,6 +195,19 @@ def progress_printer(command: str) -> Callable[[Progress], None]:
                     f"({found.done}/{found.total} requests done)",
                     err=True,
                 )
+        if not sys.stderr.isatty():
+            return
+        if not bar:
+            from rich.console import Console
+            from rich.progress import Progress as Bar
+
+            shown_bar = Bar(console=Console(stderr=True), transient=True)
+            shown_bar.start()
+            bar.extend([shown_bar, shown_bar.add_task("batches", total=found.total)])
+        bar[0].update(bar[1], completed=found.done, total=found.total)
+        if found.done >= found.total:
+            bar[0].stop()
+            bar.clear()
 
     return progress
 
