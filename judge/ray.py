@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from ray.data import Dataset
 
-    from judge.judging._grade import Judge
+    from judge.calibrate._record import CalibrationRecord
 
 SOURCE = "<ray>"
 _SCHEMAS = SchemaCache()  # one per worker process: validators built once per schema
@@ -99,13 +99,21 @@ def grade(
     verdicts are marked `trusted: false`)."""
     from ray.data import ActorPoolStrategy
 
+    from judge.calibrate._record import GateRefusal, admit, load_record
     from judge.judging._grade import Judge
 
     options = dict(judge or {})
     local = Judge(**options)  # built, never entered: its fingerprint and the gate
     trusted: bool | None = None
-    if calibration is not None:
-        trusted = _gate(local, calibration, strict=strict, force=force)
+    record = load_record(calibration) if calibration is not None else None
+    if record is not None:
+        try:  # as `judge grade --calibration`: the fitted decision, then the gate
+            admit(local, record, source=str(calibration), strict=strict)
+            trusted = True
+        except GateRefusal:
+            if not force:
+                raise
+            trusted = False
     return ds.map_batches(
         _Grade,
         fn_constructor_kwargs={
@@ -113,6 +121,7 @@ def grade(
             "column": column,
             "fingerprint": local.fingerprint(),
             "trusted": trusted,
+            "record": record,
             "encoded": set(json_columns) if json_columns is not None else None,
         },
         batch_size=batch_size,
@@ -128,25 +137,6 @@ def parquet_json_columns(path: str) -> set[str] | None:
     import pyarrow.parquet as pq
 
     return json_columns(pq.read_schema(path).metadata)
-
-
-def _gate(judge: Judge, path: str, *, strict: bool, force: bool) -> bool:
-    from judge.calibrate._record import GateRefusal, check_gate, load_record
-
-    record = load_record(path)
-    try:
-        check_gate(
-            record,
-            judge.fingerprint(answers="answer_rubric" in record.fingerprint),
-            strict=strict,
-            source=path,
-            answers=judge.answers,
-        )
-    except GateRefusal:
-        if not force:
-            raise
-        return False
-    return True
 
 
 def items(
@@ -242,6 +232,7 @@ class _Grade:
         column: str | None,
         fingerprint: dict[str, Any],
         trusted: bool | None,
+        record: CalibrationRecord | None,
         encoded: set[str] | None,
     ) -> None:
         from judge.judging._grade import Judge
@@ -252,6 +243,10 @@ class _Grade:
         if self.judge.fingerprint() != fingerprint:
             raise RuntimeError("this actor's judge differs from the driver's: same options?")
         self.judge.trusted = trusted
+        if record is not None:  # the decision the calibration fitted, as on the driver
+            from judge.calibrate._record import fit_from
+
+            fit_from(self.judge, record)
         self.loop.run_until_complete(self.judge.__aenter__())
 
     def __call__(self, batch: pa.Table) -> dict[str, list[Any]]:

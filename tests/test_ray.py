@@ -187,3 +187,35 @@ def test_rays_parquet_reader_keeps_what_this_packages_parquet_says(tmp_path: Pat
     )
     assert [r["id"] for r in found] == ["a", "2"]
     assert found == [r.to_json_dict() for r in check(load_cases(str(source)))]
+
+
+def test_grade_on_ray_with_a_calibration_gives_what_judge_grade_gives(tmp_path: Path) -> None:
+    from tests.review_helpers import judge_args, sample_rows, scripted_judge
+
+    rows = sample_rows()
+    for row in rows[10:12]:  # ten labelled pairs on each dimension: a kappa to gate on
+        row["labels"] = {"selection": "correct", "arguments": "correct"}
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with serving(scripted_judge) as server:
+        options = judge_args(server.url, tmp_path)
+        record = tmp_path / "cal.json"
+        run = subprocess.run(
+            [sys.executable, "-m", "judge", "calibrate", str(sample), "-o", str(record),
+             "--min-kappa", "-1", *options],
+            capture_output=True, text=True, env=clean_env(), timeout=120,
+        )  # fmt: skip
+        assert record.exists(), run.stderr
+        alone = tmp_path / "alone.jsonl"
+        subprocess.run(
+            [sys.executable, "-m", "judge", "grade", str(sample), "-o", str(alone),
+             "--calibration", str(record), *options],
+            capture_output=True, env=clean_env(), timeout=120,
+        )  # fmt: skip
+        graded = results(judge.ray.grade(
+            ray.data.read_text(str(sample)), column="text", calibration=str(record),
+            judge={"base_url": server.url, "model": "m", "cache_dir": str(tmp_path / "cache")},
+        ))  # fmt: skip
+    expected = {r["id"]: r["judge"] for r in map(json.loads, alone.read_text().splitlines())}
+    assert {r["id"]: r["judge"] for r in graded} == expected
+    assert {j["trusted"] for j in expected.values()} == {True}

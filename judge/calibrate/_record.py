@@ -25,6 +25,7 @@ from judge.cases._case import Case
 from judge.cases._json import dumps
 from judge.checks._result import CaseResult
 from judge.judging._cache import cache_key
+from judge.judging._grade import Judge
 from judge.judging._rubric import Combine
 
 Dimension = Literal["selection", "arguments", "answer"]
@@ -421,6 +422,33 @@ def check_gate(
                 f"{source}: {name} {what} is {shown}, under the threshold "
                 f"{record.threshold}{extra}; pass --force to run untrusted"
             )
+
+
+def fit_from(judge: Judge, record: CalibrationRecord) -> dict[str, Any]:
+    """Give the judge the decision its calibration fitted, dimension by dimension, when the
+    record is this very judge's (trusted or not); the fingerprint it is gated on. A record
+    that measured answers is bound to the answer rubric too, whether or not this run judges
+    answers; one that did not, to selection and arguments only."""
+    from judge.judging._scored import Fit
+
+    fingerprint = judge.fingerprint(answers="answer_rubric" in record.fingerprint)
+    if fingerprint_sha256(fingerprint) == record.fingerprint_sha256:
+        for dimension, fitted in record.fitted.items():
+            if fitted.method == "scored":
+                judge.calibrate(dimension, fit=Fit(dict(fitted.combine), fitted.threshold))
+            elif fitted.platt is not None:
+                judge.calibrate(dimension, platt=fitted.platt)
+    return fingerprint
+
+
+def admit(judge: Judge, record: CalibrationRecord, *, source: str, strict: bool) -> None:
+    """What `judge grade --calibration` does before any request: the record's fitted
+    decision given to the judge, then its gate (`GateRefusal`; `strict`, or the record's
+    own, reads the interval's lower bound)."""
+    fingerprint = fit_from(judge, record)
+    check_gate(
+        record, fingerprint, strict=strict or record.strict, source=source, answers=judge.answers
+    )
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:

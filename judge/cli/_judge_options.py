@@ -275,21 +275,10 @@ def gate(
 ) -> bool:
     """Apply what the record fitted for this judge, then whether it passes the record's
     gate: True, or exit 3 (with --force: False, running untrusted)."""
-    from judge.calibrate._record import GateRefusal, check_gate, fingerprint_sha256
+    from judge.calibrate._record import GateRefusal, admit
 
-    # A record that measured answers is bound to the answer rubric too, whether or not this
-    # run judges answers; one that did not is bound to selection and arguments only.
-    fingerprint = judge.fingerprint(answers="answer_rubric" in record.fingerprint)
-    if fingerprint_sha256(fingerprint) == record.fingerprint_sha256:
-        apply_fitted(judge, record)  # fitted for this very judge, trusted or not
     try:
-        check_gate(
-            record,
-            fingerprint,
-            strict=strict or record.strict,
-            source=path,
-            answers=judge.answers,
-        )
+        admit(judge, record, source=path, strict=strict)
     except GateRefusal as exc:
         _refused(exc, force=force, command=command)
         return False
@@ -301,14 +290,3 @@ def _refused(exc: Exception, *, force: bool, command: str) -> None:
         click.echo(f"judge {command}: refused: {exc}", err=True)
         sys.exit(EXIT_GATE)
     click.echo(f"judge {command}: --force: running untrusted: {exc}", err=True)
-
-
-def apply_fitted(judge: Judge, record: CalibrationRecord) -> None:
-    """Give the judge the decision its calibration fitted, dimension by dimension."""
-    from judge.judging._scored import Fit
-
-    for dimension, fitted in record.fitted.items():
-        if fitted.method == "scored":
-            judge.calibrate(dimension, fit=Fit(dict(fitted.combine), fitted.threshold))
-        elif fitted.platt is not None:
-            judge.calibrate(dimension, platt=fitted.platt)

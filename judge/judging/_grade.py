@@ -353,9 +353,14 @@ class Judge:
             return invalid_case_result(item)
         return await self.grade_case(item)
 
-    async def grade_case(self, case: Case) -> CaseResult:
-        """Check a case deterministically, then judge it."""
-        checked = self.check(case)
+    async def grade_case(self, case: Case, checked: CaseResult | None = None) -> CaseResult:
+        """Check a case deterministically (unless `checked` holds its checks already, as a
+        runner's agent run is checked against the state it ended in), then judge it."""
+        checked = (
+            self.check(case)
+            if checked is None
+            else checked.model_copy(update={"ungrounded_values": ungrounded_values(case)})
+        )
         if case.response is None:
             outcome = JudgeOutcome(
                 status="skipped",

@@ -144,7 +144,7 @@ class Grader:
         if self.judge is None or graded.response is None:
             return record.graded(checked)
         try:
-            judged = await self.judge.grade_case(graded)
+            judged = await self.judge.grade_case(graded, checked)  # checked once, here
         except JudgeEndpointError as exc:
             # The paid-for response is kept with its checks; a later `--judge` run judges it.
             raise Unjudged(record.graded(checked), exc) from exc
