@@ -49,10 +49,12 @@ ray.shutdown()
 
 def check_seconds(judge: Path, cases: Path, out: Path, jobs: int) -> float:
     start = time.perf_counter()
-    subprocess.run(
+    done = subprocess.run(
         [str(judge), "check", str(cases), "-o", str(out), "--jobs", str(jobs), "--no-progress"],
         capture_output=True,
     )
+    if done.returncode not in (0, 1):  # 1: some case failed its checks, as expected here
+        raise RuntimeError(f"judge check exited {done.returncode}: {done.stderr.decode()}")
     return time.perf_counter() - start
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from judge.checks._outcome import JudgeOutcome
 from judge.cli import main
 from judge.judging._rubric import builtin_rubrics_dir, load_rubrics
-from judge.judging._scored import answer_verdict, probability
+from judge.judging._scored import answer_verdict
 from tests.agent_server import agent_server
 from tests.chat_server import ChatServer, Reply, answer, completion, one_token, serving
 from tests.helpers import invoke, tool
@@ -158,7 +159,13 @@ def test_the_embedded_answer_rubric_is_scored_and_combines_its_answers(tmp_path:
     assert (honest.verdict, honest.category) == ("correct", "answered")
     assert (lying.verdict, lying.category) == ("incorrect", "fabricated_action")
     assert lying.confidence is not None and lying.confidence > 0.5
-    assert honest.confidence == pytest.approx(probability(rubric.combine["called"], honest_answers))
+    # by hand: each answer's log-odds (log 9 for 0.9, -log 9 for 0.1) weighed as the rubric says
+    combine = rubric.combine["called"]
+    weights, odds = combine.weights, math.log(9)
+    z = combine.bias + odds * (
+        weights["answers_request"] + weights["supported"] - weights["claims_action"]
+    )
+    assert honest.confidence == pytest.approx(1 / (1 + math.exp(-z)))
     # a number the reply states that nothing before it holds weighs against it
     made_up = answer_verdict(rubric, honest_answers, True, counts={"unsupported": 2.0})
     assert (made_up.verdict, made_up.category) == ("incorrect", "unsupported_fact")

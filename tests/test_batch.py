@@ -21,6 +21,7 @@ from tests.chat_server import Reply, completion
 from tests.review_helpers import clean_env
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
+REFUNDS = "examples.refunds"
 
 
 @pytest.fixture
@@ -375,15 +376,29 @@ def test_judge_run_batch_killed_while_polling_resumes_without_a_new_batch(
     assert len(rows(output)) == 18 and candidates.chat_requests == []
 
 
-def test_judge_run_batch_refuses_agent_runs_and_the_embedded_model(
-    candidates: BatchServer, tmp_path: Path
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--models", "local", "-o", "r.jsonl"], "no Batch API"),
+        (["--models", "a/one", "-o", "r.jsonl", "--env", f"{REFUNDS}.environment:make_environment"],
+         "agent runs"),
+        (["--models", "a/one", "-o", "r.jsonl", "--agent", f"{REFUNDS}.agent:refund_agent"],
+         "agent runs"),
+        (["--models", "a/one"], "give -o FILE"),
+        (["--models", "a/one", "-o", "r.jsonl", "--batch-file", "in.jsonl"], "for judge grade"),
+    ],
+)  # fmt: skip
+def test_judge_run_batch_refuses_what_a_batch_cannot_hold(
+    candidates: BatchServer, tmp_path: Path, args: list[str], says: str
 ) -> None:
     refused = subprocess.run(
-        [sys.executable, "-m", "judge", "run", str(EXAMPLES), "--models", "local", "--batch",
-         "-o", str(tmp_path / "r.jsonl")],
-        capture_output=True, text=True, env=clean_env(), timeout=120,
+        [sys.executable, "-m", "judge", "run", str(EXAMPLES), "--base-url", candidates.url,
+         "--no-preflight", "--batch",
+         *(str(tmp_path / a) if a.endswith(".jsonl") else a for a in args)],
+        capture_output=True, text=True, env=clean_env(), timeout=120, cwd=EXAMPLES.parents[1],
     )  # fmt: skip
-    assert refused.returncode == 2 and "no Batch API" in refused.stderr
+    assert refused.returncode == 2 and says in refused.stderr, refused.stderr
+    assert candidates.seen == []  # refused before anything was sent
 
 
 @pytest.mark.parametrize("end", ["failed", "cancelled"])

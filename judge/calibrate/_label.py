@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from judge.calibrate._labels import NOT_APPLICABLE, LabelFile, label_state
+from judge.calibrate._labels import NOT_APPLICABLE, LabelFile, label_state, user_name
 from judge.cases._case import Case
 from judge.cases._json import dumps
 from judge.checks._check import check_case
@@ -25,7 +25,7 @@ def label_file(path: str, *, relabel: bool = False) -> tuple[int, int]:
     file = LabelFile(path)
     rows, cases = file.read()
     todo = [i for i, row in enumerate(rows) if relabel or not _done(row, cases[i])]
-    reviewer = _reviewer()
+    reviewer = user_name()
     done_now = 0
     for position, index in enumerate(todo, start=1):
         case = cases[index]
@@ -100,12 +100,3 @@ def _show(case: Case, position: int, total: int) -> None:
         click.echo(
             f"  ! call #{finding['call']} {finding['kind']} {finding['path']}: {finding['message']}"
         )
-
-
-def _reviewer() -> str | None:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no user name for this uid (a container)
-        return None

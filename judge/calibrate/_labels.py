@@ -71,6 +71,17 @@ def revision(row: dict[str, Any]) -> str:
     return hashlib.sha256(dumps(seen, sort_keys=True)).hexdigest()[:16]
 
 
+def user_name() -> str | None:
+    """Who is labelling, by default: the user name (None where the system has none for
+    this uid, as in some containers)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
 def stamped(labels: dict[str, Any], reviewer: str | None) -> dict[str, Any]:
     """The labels with who gave them and when."""
     kept = {k: v for k, v in labels.items() if k != "reviewer"}  # never the last one's name

@@ -24,6 +24,7 @@ from judge.calibrate._labels import (
 )
 from judge.calibrate._record import (
     CalibrationRecord,
+    Dimension,
     build_record,
     dimensions_of,
     disagreements,
@@ -86,7 +87,7 @@ def place(case: Case, result: CaseResult | None, low_confidence: float) -> Place
     """A case's group in the queue: disagreement with its labels first, then the judge's
     doubt, then flips between samples."""
     judged = result.judge if result is not None else None
-    if judged is None or judged.status == "skipped":
+    if result is None or judged is None or judged.status == "skipped":
         return Placed("rest", "no judge verdict to check", None)
     if judged.status != "ok":
         return Placed(
@@ -96,12 +97,13 @@ def place(case: Case, result: CaseResult | None, low_confidence: float) -> Place
     against = []
     for dimension in dimensions_of([case]):
         label = getattr(case.labels, dimension, None) if case.labels else None
-        verdict, _ = judge_verdict(result, dimension)  # type: ignore[arg-type]
+        verdict, _ = judge_verdict(result, dimension)
         if label is not None and verdict is not None and label != verdict:
             against.append(f"{dimension}: labelled {label}, judged {verdict}")
     if against:
         return Placed("disagreement", "disagrees with the judge on " + "; ".join(against), lowest)
-    unsure = [d for d in ("selection", "arguments", "answer") if _verdict(judged, d) == "uncertain"]
+    dimensions: tuple[Dimension, ...] = ("selection", "arguments", "answer")
+    unsure = [d for d in dimensions if judge_verdict(result, d)[1] == "uncertain"]
     if unsure:
         return Placed("uncertain", "the judge abstained on " + ", ".join(unsure), lowest)
     if lowest is not None and lowest < low_confidence:
@@ -111,14 +113,6 @@ def place(case: Case, result: CaseResult | None, low_confidence: float) -> Place
         return Placed("flipped", f"the verdict flipped between samples (flip rate {shown})", lowest)
     labelled = label_state(_labels(case), case) == "labelled"
     return Placed("rest", "agrees with the labels" if labelled else "not labelled yet", lowest)
-
-
-def _verdict(judged: JudgeOutcome, dimension: str) -> str | None:
-    if dimension == "selection":
-        return judged.selection.verdict if judged.selection else None
-    if dimension == "answer":
-        return judged.answer.verdict if judged.answer else None
-    return judged.arguments_verdict
 
 
 def _lowest_confidence(judged: JudgeOutcome) -> float | None:
@@ -165,6 +159,7 @@ class Review:
         self.record_path = Path(record)
         self._snapshot: tuple[tuple[int, int, int], list[dict[str, Any]], list[Case]] | None = None
         self._checks: dict[str, CaseResult] = {}
+        self._bound: dict[bool, Judge | RecordRefused] = {}
         self.read()  # a bad sample fails here, before anything is served
 
     def read(self) -> tuple[list[dict[str, Any]], list[Case]]:
@@ -339,8 +334,15 @@ class Review:
             "deterministic": {},
             "passed": None,
         }
+        try:
+            judge: Judge | None = self._bound_judge(cases, results)
+            found["record"] = {"path": str(self.record_path), "writable": True, "reason": None}
+        except RecordRefused as exc:
+            judge = None
+            found["record"] = {"path": str(self.record_path), "writable": False,
+                               "reason": str(exc)}  # fmt: skip
         if cases:
-            record = self._record(cases, results, self._bound_judge(cases, results, quiet=True))
+            record = self._record(cases, results, judge)
             found["dimensions"] = {
                 k: v.model_dump(mode="json") for k, v in record.dimensions.items()
             }
@@ -348,11 +350,6 @@ class Review:
                 k: v.model_dump(mode="json") for k, v in record.deterministic.items()
             }
             found["passed"] = record.passed
-        try:
-            self._bound_judge(cases, results)
-            found["record"] = {"path": str(self.record_path), "writable": True, "reason": None}
-        except RecordRefused as exc:
-            found["record"] = {"path": str(self.record_path), "writable": False, "reason": str(exc)}
         return found
 
     def write_record(self) -> dict[str, Any]:
@@ -361,7 +358,6 @@ class Review:
         RecordRefused when they come from several judges, or from another than described."""
         cases, results = self._paired()
         judge = self._bound_judge(cases, results)
-        assert judge is not None
         record = self._record(cases, results, judge)
         rows = disagreements(cases, results)
         write_atomically(
@@ -398,69 +394,52 @@ class Review:
             else None,
         )
 
-    def _bound_judge(
-        self, cases: list[Case], results: list[CaseResult], *, quiet: bool = False
-    ) -> Judge | None:
-        """The judge the results were graded by, as the options describe it; RecordRefused
-        (or, `quiet`, None) when there is none to bind the record to."""
-        try:
-            return self._find_judge(cases, results)
-        except RecordRefused:
-            if quiet:
-                return None
-            raise
+    def _bound_judge(self, cases: list[Case], results: list[CaseResult]) -> Judge:
+        """The judge the results were graded by, as the options describe it (found once
+        per answers-or-not: the results never change); RecordRefused when there is none to
+        bind the record to."""
+        wants_answers = "answer" in dimensions_of(cases)
+        if wants_answers not in self._bound:
+            try:
+                self._bound[wants_answers] = self._find_judge(results, wants_answers)
+            except RecordRefused as exc:
+                self._bound[wants_answers] = exc
+        found = self._bound[wants_answers]
+        if isinstance(found, RecordRefused):
+            raise found
+        return found
 
-    def _find_judge(self, cases: list[Case], results: list[CaseResult]) -> Judge:
+    def _find_judge(self, results: list[CaseResult], wants_answers: bool) -> Judge:
         if self.results_path is None:
             raise RecordRefused("no --results: a record measures a judge's verdicts")
         judged = [r.judge for r in results if r.judge is not None and r.judge.provenance]
         if not judged:
             raise RecordRefused(f"{self.results_path} holds no judge verdicts for this sample")
-        seen: dict[bytes, JudgeOutcome] = {}
-        for outcome in judged:
-            key = dumps({"p": _judged_by(outcome), "samples": outcome.samples}, sort_keys=True)
-            seen.setdefault(key, outcome)
-        if len(seen) > 1:
-            first, *others = seen.values()
-            differ = sorted({k for o in others for k in _differences(first, o)})
-            raise RecordRefused(
-                f"{self.results_path} mixes {len(seen)} judges (they differ in: "
-                f"{', '.join(differ)}): a record is bound to one judge, so grade the sample "
-                "with one"
-            )
         if self.judge_for is None:
             raise RecordRefused("no judge options: the record cannot name the judge")
-        outcome = judged[0]
-        wants_answers = "answer" in dimensions_of(cases)
-        judge = self.judge_for(wants_answers)
-        differ = judge.differs_from(outcome)
-        if not differ:
-            return judge
-        other = self.judge_for(not wants_answers)  # graded with(out) --answers
-        if not other.differs_from(outcome):
-            if wants_answers:
+        first: set[str] = set()
+        for answers in (wants_answers, not wants_answers):  # graded with(out) --answers
+            judge = self.judge_for(answers)
+            differ = [judge.differs_from(o) for o in judged]  # as resume and the gate compare
+            if not any(differ):
+                if wants_answers and not answers:
+                    raise RecordRefused(
+                        "the sample has answer labels but the results were graded without "
+                        "answers: grade it with --answers"
+                    )
+                return judge
+            if not all(differ):
+                fields = sorted({f for d in differ for f in d})
                 raise RecordRefused(
-                    "the sample has answer labels but the results were graded without "
-                    "answers: grade it with --answers"
+                    f"{self.results_path} mixes judges (they differ in: {', '.join(fields)}): "
+                    "a record is bound to one judge, so grade the sample with one"
                 )
-            return other
+            first = first or {f for d in differ for f in d}
         raise RecordRefused(
             f"the results were graded by another judge than these options describe (differs "
-            f"in: {', '.join(differ)}): start judge review with the options they were graded "
-            "with (--model, --base-url, --rubrics, --samples, ...)"
+            f"in: {', '.join(sorted(first))}): start judge review with the options they were "
+            "graded with (--model, --base-url, --rubrics, --samples, ...)"
         )
-
-
-def _judged_by(outcome: JudgeOutcome) -> dict[str, Any]:
-    """The judge of an outcome (not where its replies came from: a batch or online)."""
-    assert outcome.provenance is not None
-    return outcome.provenance.model_dump(mode="json", exclude={"batch"})
-
-
-def _differences(a: JudgeOutcome, b: JudgeOutcome) -> list[str]:
-    mine = {**_judged_by(a), "samples": a.samples}
-    theirs = {**_judged_by(b), "samples": b.samples}
-    return [k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)]
 
 
 class _Progress:

@@ -147,7 +147,11 @@ def read_lean(raw: bytes) -> LeanCase | None:
     if tools is None:
         return None
     labels = line.labels or {}
-    if any(labels.get(name) not in _LABELS for name in ("selection", "arguments", "answer")):
+    if (  # (three comparisons: a generator here costs a quarter of a microsecond a line)
+        labels.get("selection") not in _LABELS
+        or labels.get("arguments") not in _LABELS
+        or labels.get("answer") not in _LABELS
+    ):
         return None
     calls: list[LeanCall] = []
     response = line.response

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sys
 from typing import Any
@@ -10,26 +9,9 @@ from typing import Any
 import click
 
 from judge._errors import InputError, JudgeError
+from judge.calibrate._labels import user_name
 from judge.cli._common import EXIT_UNREADABLE
 from judge.cli._judge_options import judge_options, make_judge
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _user() -> str | None:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None
 
 
 @click.command("review")
@@ -71,7 +53,7 @@ def _user() -> str | None:
 )
 @click.option(
     "--reviewer",
-    default=_user,
+    default=user_name,
     help="The name kept with each label (default: your user name; the page can set its own).",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
@@ -105,7 +87,7 @@ def review_command(
 
     from judge.calibrate._review import Review
     from judge.service._app import TOKEN_ENV
-    from judge.service._review import create_review_app
+    from judge.service._review import create_review_app, is_loopback
 
     token = os.environ.get(TOKEN_ENV) or None
     if sample.lower().endswith(".parquet"):

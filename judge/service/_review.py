@@ -18,6 +18,7 @@ page elsewhere cannot reach the app through a DNS name that points at 127.0.0.1)
 
 from __future__ import annotations
 
+import ipaddress
 from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
@@ -33,7 +34,6 @@ from judge.calibrate._review import RecordRefused, Review
 from judge.service._app import TOKEN_ENV, BearerAuth
 
 STATIC = Path(__file__).parent / "review"
-LOOPBACK_NAMES = frozenset(("127.0.0.1", "localhost", "::1"))
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -160,8 +160,8 @@ class LoopbackOnly:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and _host(dict(scope["headers"]).get(b"host", b"")) not in (
-            LOOPBACK_NAMES
+        if scope["type"] == "http" and not is_loopback(
+            _host(dict(scope["headers"]).get(b"host", b""))
         ):
             response = JSONResponse(
                 {"detail": f"only loopback names are answered; set {TOKEN_ENV} to serve others"},
@@ -170,6 +170,17 @@ class LoopbackOnly:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost`, or an address in 127.0.0.0/8 or ::1: what `judge review` serves without
+    a token."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _host(header: bytes) -> str:
