@@ -8,7 +8,6 @@ objects and lists; the case fields that hold objects may also be JSON text)."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from os import PathLike
 from pathlib import Path
@@ -95,6 +94,8 @@ def as_json_lines(path: str | PathLike[str]) -> BinaryIO:
     file (read from the start): what `judge check` and `judge grade` read. A row that cannot
     be decoded becomes a line that is not a case object, so it is reported as `InvalidCase`
     on its own line number."""
+    import tempfile
+
     rows = iter_rows(path)
     spool = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
     while True:

@@ -101,3 +101,15 @@ def line_count(path: str) -> int | None:
         return None
     with open(path, "rb") as handle:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+ray_option = click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="local",
+    default=None,
+    metavar="[ADDRESS]",
+    help="Run on a Ray cluster (the `ray` extra): its address (ray://..., auto), or none for "
+    "a local one. Put it after CASES.",
+)

@@ -27,6 +27,7 @@ from judge.cli._common import (
     parse_rate,
     print_summary,
     progress_bar,
+    ray_option,
     report_skipped,
     require_files,
     summary_format_option,
@@ -43,7 +44,6 @@ from judge.cli._matching import (
     judge_trajectory_option,
     trajectory_options,
 )
-from judge.cli._ray import ray_option
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._plan import Plan, plan

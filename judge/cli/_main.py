@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import IO, Any, BinaryIO
@@ -28,13 +27,13 @@ from judge.cli._common import (
     parse_rate,
     print_summary,
     progress_bar,
+    ray_option,
     report_skipped,
     require_files,
     summary_format_option,
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
-from judge.cli._ray import ray_option
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
@@ -178,6 +177,8 @@ def _check_locally(
     parquet: bool,
 ) -> None:
     """In this process, or in `jobs` worker processes."""
+    import tempfile
+
     to_stdout = output in (None, "-")
     with ExitStack() as stack:
         sink: IO[bytes] = (

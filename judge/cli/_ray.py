@@ -3,27 +3,12 @@ local one with `--ray` alone), results written as JSON Lines or Parquet in input
 
 from __future__ import annotations
 
-import logging
 import os
-import tempfile
 from typing import IO, Any
-
-import click
 
 from judge._errors import InputError
 from judge.cases._parquet import is_parquet, write_parquet
 from judge.checks._summary import Summary
-
-ray_option = click.option(
-    "--ray",
-    "ray_address",
-    is_flag=False,
-    flag_value="local",
-    default=None,
-    metavar="[ADDRESS]",
-    help="Run on a Ray cluster (the `ray` extra): its address (ray://..., auto), or none for "
-    "a local one. Put it after CASES.",
-)
 
 
 def datasets(paths: tuple[str, ...]) -> list[tuple[Any, dict[str, Any]]]:
@@ -48,6 +33,8 @@ def datasets(paths: tuple[str, ...]) -> list[tuple[Any, dict[str, Any]]]:
 
 
 def start(address: str) -> None:
+    import logging
+
     try:
         import ray
     except ImportError:
@@ -76,6 +63,8 @@ def write_results(
     from judge.checks._result import CaseResult  # the models: only once --ray is asked
 
     parquet = output is not None and is_parquet(output)
+    import tempfile
+
     spool: IO[bytes] = tempfile.TemporaryFile() if parquet else sink  # noqa: SIM115
     try:
         for dataset in outputs:
