@@ -35,6 +35,8 @@ class BatchServer(ChatServer):
         self.hold.set()
         """Cleared: every batch stays in progress (to kill a client while it polls)."""
         self.created = 0
+        self.unavailable = 0
+        """The next status checks answered 503 (a provider's bad minute)."""
 
     def input_lines(self, batch_id: str) -> list[dict[str, Any]]:
         data = self.files[self.batches[batch_id]["input_file_id"]]
@@ -57,6 +59,9 @@ class BatchServer(ChatServer):
             data = sorted(self.batches.values(), key=lambda b: b["created_at"], reverse=True)
             return Answer(200, {"object": "list", "data": data, "has_more": False})
         if request.method == "GET" and path.startswith("/batches/"):
+            if self.unavailable:
+                self.unavailable -= 1
+                return Answer(503, {"error": {"message": "try again later"}})
             batch = self.batches.get(path.split("/")[2])
             if batch is None:
                 return Answer(404, {"error": {"message": "no such batch"}})

@@ -463,3 +463,13 @@ def test_a_batch_the_endpoint_lost_is_submitted_again_and_a_state_of_another_end
     output.unlink()
     refused = subprocess.run(other, capture_output=True, text=True, env=clean_env(), timeout=120)
     assert refused.returncode == 2 and "holds batches of" in refused.stderr
+
+
+def test_polling_rides_out_a_provider_answering_503(server: BatchServer, tmp_path: Path) -> None:
+    server.unavailable = 2
+    output = tmp_path / "out.jsonl"
+    run = judge(server, tmp_path, "grade", str(EXAMPLES), "-o", str(output), "--batch",
+                "--batch-poll", "0.05")  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    assert server.unavailable == 0 and server.batch_creations == 1
+    assert all(r["judge"]["status"] != "judge_error" for r in rows(output))

@@ -28,9 +28,9 @@ def is_parquet(path: str | PathLike[str]) -> bool:
     return str(path).lower().endswith(".parquet")
 
 
-def iter_rows(path: str | PathLike[str], *, nulls: bool = False) -> Iterator[dict[str, Any]]:
+def iter_rows(path: str | PathLike[str]) -> Iterator[dict[str, Any]]:
     """Each row of a Parquet file as the JSON object it stands for (nulls left out, as a case
-    reads them, unless `nulls`); an unreadable file raises `InputError` at once, a row that
+    reads them); an unreadable file raises `InputError` at once, a row that
     cannot be decoded when it is reached."""
     import pyarrow.parquet as pq
 
@@ -43,7 +43,7 @@ def iter_rows(path: str | PathLike[str], *, nulls: bool = False) -> Iterator[dic
     def rows() -> Iterator[dict[str, Any]]:
         for batch in handle.iter_batches(batch_size=_ROWS):
             for row in batch.to_pylist():
-                yield decoded_row(row, encoded, nulls=nulls)
+                yield decoded_row(row, encoded)
 
     return rows()
 
@@ -55,18 +55,14 @@ def json_columns(metadata: dict[bytes, bytes] | None) -> set[str] | None:
     return set(marked.decode().split(",")) if marked else None
 
 
-def decoded_row(
-    row: dict[str, Any], encoded: set[str] | None, *, nulls: bool = False
-) -> dict[str, Any]:
+def decoded_row(row: dict[str, Any], encoded: set[str] | None) -> dict[str, Any]:
     """A Parquet (or Arrow) row as the JSON object it stands for. `encoded`: the columns of
     JSON text (None, from elsewhere: JSON text in a case's object fields is decoded, and the
     nulls Arrow fills nested objects with, to give every row the union of all rows' fields,
-    are left out). Top-level nulls are left out too, unless `nulls`."""
+    are left out). Top-level nulls are left out too."""
     found: dict[str, Any] = {}
     for key, value in row.items():
         if value is None:
-            if nulls:
-                found[key] = None
             continue
         text = key in encoded if encoded is not None else key in CASE_JSON_COLUMNS
         if isinstance(value, str) and text:

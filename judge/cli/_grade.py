@@ -165,8 +165,8 @@ def grade_command(
         parquet, output = output, f"{output}.jsonl"
         if os.path.exists(parquet) and not os.path.exists(output):  # appended to, as JSONL is
             with open(output, "wb") as spool:
-                for row in iter_rows(parquet, nulls=True):
-                    spool.write(dumps({k: v for k, v in row.items() if v is not None}) + b"\n")
+                for row in iter_rows(parquet):
+                    spool.write(dumps(row) + b"\n")
     try:
         asyncio.run(_grade(judge, cases, output, summary, sources, batching, prepared))
         if reader is not None:

@@ -28,6 +28,7 @@ from judge.cases._files import write_atomically
 from judge.cases._json import dumps, loads
 from judge.endpoints._client import JudgeEndpointError, sdk_client
 from judge.endpoints._endpoint import Endpoint
+from judge.endpoints._retry import RateGate, RetryPolicy, call_with_retries
 
 BATCH_URL: Literal["/v1/chat/completions"] = "/v1/chat/completions"
 MAX_REQUESTS = 50_000
@@ -35,9 +36,8 @@ MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
 """Bytes per batch input file (OpenAI's limit)."""
 TERMINAL = frozenset(("completed", "failed", "expired", "cancelled"))
+_GONE = frozenset(("failed", "expired", "cancelled"))  # a batch not worth adopting
 TRIES = 2
-CALL_TRIES = 5
-"""Attempts of one Batch API call through transient faults."""
 """Batch submissions of one request at most: the first, and one more after an expired,
 cancelled or failed batch (or, with `retry="batch"`, after an unusable reply)."""
 Retry = Literal["online", "batch"]
@@ -73,7 +73,7 @@ class BatchState(BaseModel):
     """Request key -> the batch (or file) whose reply was kept."""
     failed: dict[str, str] = Field(default_factory=dict)
     """Request key -> why its last batch gave no usable reply."""
-    unfinished: list[str] = Field(default_factory=list)
+    unfinished: set[str] = Field(default_factory=set)
     """Failed keys whose batch ended (expired, cancelled, failed) before answering them."""
     tries: dict[str, int] = Field(default_factory=dict)
 
@@ -215,6 +215,7 @@ class BatchRun:
             )
         self.state.endpoint = endpoint.base_url
         self.progress = Progress()
+        self._policy, self._rate = RetryPolicy(), RateGate()
         self.submitted = 0
         """Batches created by this run (0: a resumed run found its batches)."""
 
@@ -251,9 +252,11 @@ class BatchRun:
         self, client: openai.AsyncOpenAI, todo: list[str], requests: Mapping[str, dict[str, Any]]
     ) -> None:
         lines = {key: batch_line(key, requests[key]) for key in todo}
+        unrecorded = await self._unrecorded(client)
         for keys in _chunks(lines, self.options.max_requests, self.options.max_bytes):
             digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32]
-            submitted = await self._adopt(client, digest, keys)
+            found = unrecorded.get(digest)
+            submitted = None if found is None else found.model_copy(update={"keys": keys})
             if submitted is None:
                 data = b"".join(lines[k] + b"\n" for k in keys)
                 upload = await self._call(
@@ -285,29 +288,26 @@ class BatchRun:
             self.state.batches.append(submitted)
             self.state.save(self.path)
 
-    async def _adopt(
-        self, client: openai.AsyncOpenAI, digest: str, keys: list[str]
-    ) -> Submitted | None:
-        """A batch of exactly these requests that this tool created but did not record (it
-        was stopped in between): found by its metadata, so it is not paid for twice."""
+    async def _unrecorded(self, client: openai.AsyncOpenAI) -> dict[str, Submitted]:
+        """Batches this tool created but did not record (it was stopped in between), by the
+        digest of their requests in their metadata: adopted, so none is paid for twice."""
         known = {b.id for b in self.state.batches}
         try:
             listed = await client.batches.list(limit=100)
         except openai.APIError:
-            return None
+            return {}
+        found = {}
         for batch in listed.data:
-            if batch.id in known or (batch.metadata or {}).get("judge_chunk") != digest:
-                continue
-            if batch.status in ("failed", "expired", "cancelled"):
-                continue
-            return Submitted(
-                id=batch.id,
-                input_file_id=batch.input_file_id,
-                chunk=digest,
-                keys=keys,
-                status=batch.status,
-            )
-        return None
+            digest = (batch.metadata or {}).get("judge_chunk")
+            if digest and batch.id not in known and batch.status not in _GONE:
+                found[digest] = Submitted(
+                    id=batch.id,
+                    input_file_id=batch.input_file_id,
+                    chunk=digest,
+                    keys=[],
+                    status=batch.status,
+                )
+        return found
 
     async def _settle(
         self, client: openai.AsyncOpenAI, requests: Mapping[str, dict[str, Any]], accept: Accept
@@ -327,14 +327,18 @@ class BatchRun:
                     self._lost(submitted)
                     self.state.save(self.path)
                     continue
+                counts = batch.request_counts
+                seen = (submitted.status, submitted.completed, submitted.failed)
                 submitted.status = batch.status
-                if batch.request_counts is not None:
-                    submitted.completed = batch.request_counts.completed
-                    submitted.failed = batch.request_counts.failed
+                if counts is not None:
+                    submitted.completed, submitted.failed = counts.completed, counts.failed
                 self.progress.batches[submitted.id] = batch.status
                 if batch.status in TERMINAL:
                     await self._read(client, submitted, batch, requests, accept)
-                self.state.save(self.path)
+                if submitted.ingested or seen != (
+                    submitted.status, submitted.completed, submitted.failed
+                ):  # fmt: skip
+                    self.state.save(self.path)  # only what changed: a poll writes nothing
             self.progress.done = sum(
                 len(b.keys) if b.ingested else b.completed + b.failed for b in open_batches
             )
@@ -352,8 +356,7 @@ class BatchRun:
         for key in submitted.keys:
             if key not in self.state.answered:
                 self.state.failed[key] = f"batch {submitted.id} is gone at the endpoint (404)"
-                if key not in self.state.unfinished:
-                    self.state.unfinished.append(key)
+                self.state.unfinished.add(key)
 
     async def _read(
         self,
@@ -380,12 +383,10 @@ class BatchRun:
             if key in found.kept:
                 state.answered[key] = submitted.id
                 state.failed.pop(key, None)
-                if key in state.unfinished:
-                    state.unfinished.remove(key)
+                state.unfinished.discard(key)
             elif key in found.failed and reason is None:  # answered, unusably: a try spent
                 state.failed[key] = found.failed[key]
-                if key in state.unfinished:
-                    state.unfinished.remove(key)
+                state.unfinished.discard(key)
             else:  # the batch ended before answering it
                 why = f"batch {submitted.id} {batch.status} before answering it"
                 if key in found.failed:
@@ -393,35 +394,24 @@ class BatchRun:
                 elif reason and reason != batch.status:
                     why += f": {reason}"
                 state.failed[key] = why
-                if key not in state.unfinished:
-                    state.unfinished.append(key)
+                state.unfinished.add(key)
         submitted.ingested = True
 
     async def _call(self, make: Callable[[], Awaitable[Any]], *, gone: bool = False) -> Any:
-        """`make()` with retries on transient faults (429, 5xx, timeouts, a dropped
-        connection: from 1 s, doubling). A refusal for good is `JudgeEndpointError`; with
-        `gone`, a 404 (a batch the endpoint no longer knows) is None."""
+        """`make()` through the one retry policy (429s, 5xx, timeouts, Retry-After; never an
+        exhausted quota). A refusal for good is `JudgeEndpointError`; with `gone`, a 404 (a
+        batch the endpoint no longer knows) is None."""
         where = self.endpoint.base_url
-        for attempt in range(CALL_TRIES):
-            last = attempt == CALL_TRIES - 1
-            try:
-                return await make()
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                if status == 404 and gone:
-                    return None
-                if (status in (408, 409, 429) or status >= 500) and not last:
-                    await self.sleep(2.0**attempt)
-                    continue
-                raise JudgeEndpointError(
-                    f"the batch endpoint {where} refused ({status}): {exc.message}"
-                ) from None
-            except openai.APIConnectionError as exc:  # timeouts included
-                if not last:
-                    await self.sleep(2.0**attempt)
-                    continue
-                raise JudgeEndpointError(f"cannot reach {where}: {exc}") from None
-        raise AssertionError("unreachable")
+        try:
+            return await call_with_retries(make, self._policy, self._rate)
+        except openai.APIStatusError as exc:
+            if exc.status_code == 404 and gone:
+                return None
+            raise JudgeEndpointError(
+                f"the batch endpoint {where} refused ({exc.status_code}): {exc.message}"
+            ) from None
+        except openai.APIConnectionError as exc:  # timeouts included
+            raise JudgeEndpointError(f"cannot reach {where}: {exc}") from None
 
 
 def _ended(batch: Any) -> str | None:

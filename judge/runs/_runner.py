@@ -298,7 +298,7 @@ class Runner:
 
         async def accept(key: str, body: dict[str, Any], origin: str) -> str | None:
             model, case, run = jobs[key]
-            spent = self._spent(model, body, None, 1, batch=(origin, discount))
+            spent = self._spent(model, body, None, 1, discount=discount)
             record = self._record(model, case, run, body, spent, batch=origin)
             on_record(await self.grader.grade(record, case))
             return None
@@ -421,11 +421,11 @@ class Runner:
         body: Any,
         latency_s: float | None,
         attempts: int,
-        batch: tuple[str, float] | None = None,
+        discount: float | None = None,
     ) -> dict[str, Any]:
         """What one request cost: its usage as returned, latency, attempts and price (from a
-        batch, `batch` = (its id, its discount): no latency of its own, and the table's
-        price less the discount unless the provider says what it charged)."""
+        batch, with its `discount`: no latency of its own, and the table's price less the
+        discount unless the provider says what it charged)."""
         usage = body.get("usage") if isinstance(body, dict) else None
         usage = usage if isinstance(usage, dict) else None
         reported = usage.get("cost") if usage else None  # OpenRouter reports what it billed
@@ -434,8 +434,8 @@ class Runner:
             if isinstance(reported, int | float)
             else self.agreed.models[model].cost(usage)
         )
-        if batch is not None and cost is not None and not isinstance(reported, int | float):
-            cost *= 1 - batch[1]
+        if discount is not None and cost is not None and not isinstance(reported, int | float):
+            cost *= 1 - discount
         return {
             "usage": usage,
             "latency_s": None if latency_s is None else round(latency_s, 4),
