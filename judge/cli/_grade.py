@@ -287,7 +287,7 @@ async def _grade(
             found = await prepare(judge, batching, cases_of(cases, skip), output)
             if found is None:
                 return
-            judge.gate_requests(found.gate())
+            found.refuse_on(judge)
             if prepared is not None:
                 prepared.append(found)
         sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115

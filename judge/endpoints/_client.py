@@ -128,9 +128,6 @@ class EndpointClient:
 class ChatClient(EndpointClient):
     """The judge's chat completions: a reply that fits a verdict schema."""
 
-    gate: Callable[[dict[str, Any]], str | None] | None = None
-    """A request it gives a reason for is refused (`JudgeRequestError`), never sent."""
-
     async def complete(
         self,
         messages: list[dict[str, str]],
@@ -175,8 +172,6 @@ class ChatClient(EndpointClient):
 
     async def send(self, body: dict[str, Any], mode: ResponseFormat | None) -> Reply:
         """POST one chat-completions body (as `complete_body` or `answer_body` built it)."""
-        if self.gate is not None and (why := self.gate(body)) is not None:
-            raise JudgeRequestError(why)
 
         async def send() -> ChatCompletion:
             async with self._slots:

@@ -14,7 +14,6 @@ from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from judge.cases._case import Case
-from judge.cases._json import dumps
 from judge.checks._result import CaseResult
 from judge.endpoints._batch import (
     Accept,
@@ -41,21 +40,14 @@ class Prepared:
     submitted: int = 0
     """Batches created by this run (0 when a resumed run found its batches)."""
 
-    def gate(self) -> Callable[[dict[str, Any]], str | None]:
-        """What grading may still ask online: with `retry="online"` all but the requests
-        given up; with `"batch"` nothing (a request the batches did not answer is refused)."""
-        given_up = self.state.given_up(self.retry)
-        refusals = {
-            body_digest(self.asked[k].body): why for k, why in given_up.items() if k in self.asked
-        }
-
-        def refused(body: dict[str, Any]) -> str | None:
-            why = refusals.get(body_digest(body))
-            if why is None and self.retry == "batch":
-                return "no usable reply from the batches (--batch-retry batch asks nothing online)"
-            return why
-
-        return refused
+    def refuse_on(self, judge: Judge) -> None:
+        """Tell the judge what it must not ask online: the requests given up (their reason
+        is that case's `judge_error`), and with `retry="batch"` anything the batches did not
+        answer."""
+        offline = "no usable reply from the batches (--batch-retry batch asks nothing online)"
+        judge.refuse(
+            self.state.given_up(self.retry), offline=offline if self.retry == "batch" else None
+        )
 
     def annotate(self, result: CaseResult) -> CaseResult:
         """The result with the batches that answered its requests in its provenance."""
@@ -67,12 +59,6 @@ class Prepared:
         provenance = judged.provenance.model_copy(update={"batch": ",".join(ids)})
         judged = judged.model_copy(update={"provenance": provenance})
         return result.model_copy(update={"judge": judged})
-
-
-def body_digest(body: dict[str, Any]) -> str:
-    import hashlib
-
-    return hashlib.sha256(dumps(body, sort_keys=True)).hexdigest()
 
 
 async def requests_of(

@@ -156,7 +156,8 @@ class Judge:
         self._cache = VerdictCache(cache_dir or default_cache_dir()) if cache else None
         self._client: ChatClient | None = None
         self._client_lock = asyncio.Lock()
-        self._gate: Callable[[dict[str, Any]], str | None] | None = None
+        self._refused: dict[str, str] = {}
+        self._offline: str | None = None
         self._schemas = SchemaCache()
         self._provenance: dict[tuple[ResponseFormat, int | None], Provenance] = {}
         self.trusted: bool | None = None
@@ -306,15 +307,18 @@ class Judge:
                 self._client = ChatClient(
                     endpoint, concurrency=concurrency, timeout=self._timeout, policy=self._retry
                 )
-                self._client.gate = self._gate
             return self._client
 
-    def gate_requests(self, gate: Callable[[dict[str, Any]], str | None] | None) -> None:
-        """Refuse the requests for which `gate(body)` gives a reason (that case then gets
-        `judge_error` with it): after a batch, what must not be asked online."""
-        self._gate = gate
-        if self._client is not None:
-            self._client.gate = gate
+    def refuse(self, refused: dict[str, str], *, offline: str | None = None) -> None:
+        """Never ask the requests of these cache keys (that case gets `judge_error` with the
+        reason), nor, with `offline`, any request the cache does not answer: after a batch,
+        what must not be asked online."""
+        self._refused, self._offline = dict(refused), offline
+
+    def _refusal(self, key: str) -> None:
+        why = self._refused.get(key) or self._offline
+        if why is not None:
+            raise ReplyError(why, None)
 
     # -- grading ----------------------------------------------------------------------------
 
@@ -611,6 +615,7 @@ class Judge:
             if isinstance(hit, dict) and isinstance(hit.get("p"), float):
                 tally["cached"] += 1
                 return float(hit["p"])
+        self._refusal(key)
         chat = await self._chat()
         needs = "a scored rubric needs an endpoint that returns token logprobs"
         try:
@@ -643,6 +648,7 @@ class Judge:
                 tally["cached"] += 1
                 confidences = hit.pop(_CONFIDENCE, None) if isinstance(hit, dict) else None
                 return _with_confidences(parse(hit), confidences)
+        self._refusal(key)
         chat = await self._chat()
         conversation = list(question.messages)
         problem, raw = "no reply", None
