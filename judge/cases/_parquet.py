@@ -9,9 +9,10 @@ objects and lists; the case fields that hold objects may also be JSON text)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import IO, Any, BinaryIO, cast
 
 from judge._errors import InputError
 from judge.cases._json import DecodeError, dumps, loads
@@ -151,6 +152,33 @@ def write_parquet(lines: Callable[[], Iterable[bytes]], dest: str | Path) -> int
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
             written += len(batch)
     return written
+
+
+@contextmanager
+def output_sink(output: str | None) -> Iterator[IO[bytes]]:
+    """Where JSON Lines go: standard output (None or `-`), the file `output`, or for a
+    `.parquet` one a spool written out as Parquet when the block ends without an error."""
+    import sys
+    import tempfile
+
+    if output in (None, "-"):
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    assert output is not None
+    if not is_parquet(output):
+        with open(output, "wb") as handle:
+            yield handle
+        return
+    with tempfile.TemporaryFile() as spool:
+        yield spool
+        spool.flush()
+
+        def lines() -> IO[bytes]:
+            spool.seek(0)
+            return spool
+
+        write_parquet(lines, output)
 
 
 def jsonl_to_parquet(source: str | Path, dest: str | Path) -> int:

@@ -6,8 +6,7 @@ import asyncio
 import json
 import os
 import sys
-from contextlib import ExitStack
-from typing import IO, Any
+from typing import Any
 
 import click
 
@@ -231,14 +230,7 @@ def _grade_on_ray(
     try:
         match, env = trajectory_from(options)
         kwargs = judge_kwargs({**options, "match": match, "env": env})
-        with ExitStack() as stack:
-            sink: IO[bytes] = (
-                stack.enter_context(open(output, "wb"))
-                if output and not is_parquet(output)
-                else sys.stdout.buffer  # (a Parquet output is written at the end)
-            )
-            grade_on_ray(address, cases, output, summary, sink, kwargs, calibration, strict, force)
-            sink.flush()
+        grade_on_ray(address, cases, output, summary, kwargs, calibration, strict, force)
     except (InputError, JudgeError, ValueError) as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE if not isinstance(exc, GateRefusal) else 3)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack
-from typing import IO, Any, BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import click
 
@@ -39,28 +38,12 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
     {"request", "response"} object per line)."""
     require_files(files)
     from judge.cases._json import dumps
-    from judge.cases._parquet import is_parquet, write_parquet
+    from judge.cases._parquet import output_sink
 
     reader = TraceReader(fmt, "import", per)  # type: ignore[arg-type]
-    parquet = output is not None and is_parquet(output)
-    with ExitStack() as stack:
-        sink: IO[bytes] = (
-            sys.stdout.buffer
-            if output in (None, "-")
-            else stack.enter_context(tempfile.TemporaryFile())  # JSON Lines, then Parquet
-            if parquet
-            else stack.enter_context(open(output or "", "wb"))
-        )
+    with output_sink(output) as sink:
         for case in reader.cases(files):  # written as it is made: memory stays flat
             sink.write(dumps(case) + b"\n")
-        sink.flush()
-        if parquet:
-
-            def lines() -> IO[bytes]:
-                sink.seek(0)
-                return sink
-
-            write_parquet(lines, output or "")
     reader.finish(files)
     click.echo(
         f"judge import: {reader.made} cases from {reader.calls} LLM calls; {reader.skipped} "

@@ -18,7 +18,7 @@ import click
 
 from judge._errors import InputError
 from judge.cases._files import open_cases
-from judge.cases._parquet import as_json_lines, is_parquet, write_parquet
+from judge.cases._parquet import as_json_lines, is_parquet, output_sink
 from judge.checks._summary import Summary
 from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
@@ -130,24 +130,16 @@ def check_command(
         sys.exit(EXIT_UNREADABLE)
     summary = Summary()
     to_stdout = output in (None, "-")
-    parquet = output is not None and is_parquet(output)
     try:
         if ray_address is not None:
             if from_format is not None:
                 raise InputError("--ray reads case files: convert traces with judge import first")
             from judge.cli._ray import check_on_ray
 
-            with ExitStack() as stack:
-                out: IO[bytes] = (
-                    sys.stdout.buffer
-                    if to_stdout or parquet
-                    else stack.enter_context(open(output or "", "wb"))
-                )
-                check_on_ray(ray_address, cases, output, summary, out, settings, recipe["env"])
-                out.flush()
+            check_on_ray(ray_address, cases, output, summary, settings, recipe["env"])
         else:
             _check_locally(cases, output, summary, settings, factory, recipe, progress, jobs,
-                           from_format, parquet)  # fmt: skip
+                           from_format)  # fmt: skip
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
@@ -174,20 +166,10 @@ def _check_locally(
     progress: bool | None,
     jobs: int | None,
     from_format: str | None,
-    parquet: bool,
 ) -> None:
     """In this process, or in `jobs` worker processes."""
-    import tempfile
-
-    to_stdout = output in (None, "-")
     with ExitStack() as stack:
-        sink: IO[bytes] = (
-            sys.stdout.buffer
-            if to_stdout
-            else stack.enter_context(tempfile.TemporaryFile())  # as JSON Lines, then Parquet
-            if parquet
-            else stack.enter_context(open(output or "", "wb"))
-        )
+        sink = stack.enter_context(output_sink(output))
         show = progress if progress is not None else sys.stderr.isatty()
         if from_format is not None:
             show, jobs = False, 1  # converted in memory: graded in this process
@@ -208,10 +190,6 @@ def _check_locally(
                 _check_file(grader, path, summary, sink, advance, traced)
         if reader is not None:
             reader.finish(cases)
-        sink.flush()
-        if parquet:
-            sink.seek(0)
-            write_parquet(lambda: _rewound(sink), output or "")
 
 
 def _check_file(
@@ -238,11 +216,6 @@ def _check_file(
             sink.write(checked.output)
             report_skipped("check", checked.invalid)
             advance(checked.lines)
-
-
-def _rewound(handle: IO[bytes]) -> IO[bytes]:
-    handle.seek(0)
-    return handle
 
 
 if __name__ == "__main__":

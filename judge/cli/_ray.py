@@ -4,10 +4,10 @@ local one with `--ray` alone), results written as JSON Lines or Parquet in input
 from __future__ import annotations
 
 import os
-from typing import IO, Any
+from typing import Any
 
 from judge._errors import InputError
-from judge.cases._parquet import is_parquet, write_parquet
+from judge.cases._parquet import is_parquet, output_sink
 from judge.checks._summary import Summary
 
 
@@ -55,45 +55,32 @@ def start(address: str) -> None:
     context.enable_progress_bars = False
 
 
-def write_results(
-    outputs: list[Any], output: str | None, summary: Summary, sink: IO[bytes]
-) -> None:
-    """Each result row's JSON to `sink` (JSON Lines; Parquet at the end for a .parquet
-    `output`), counted in `summary`."""
+def write_results(outputs: list[Any], output: str | None, summary: Summary) -> None:
+    """Each result row's JSON to `output` (JSON Lines or Parquet; standard output without
+    one), counted in `summary`."""
     from judge.checks._result import CaseResult  # the models: only once --ray is asked
 
-    parquet = output is not None and is_parquet(output)
-    import tempfile
-
-    spool: IO[bytes] = tempfile.TemporaryFile() if parquet else sink  # noqa: SIM115
-    try:
+    with output_sink(output) as sink:
         for dataset in outputs:
             for row in dataset.iter_rows():
                 line = row["result"].encode()
                 summary.add(CaseResult.model_validate_json(line))
-                spool.write(line + b"\n")
-        spool.flush()
-        if spool is not sink and output:
-
-            def lines() -> IO[bytes]:
-                spool.seek(0)
-                return spool
-
-            write_parquet(lines, output)
-    finally:
-        if spool is not sink:
-            spool.close()
+                sink.write(line + b"\n")
 
 
 def check_on_ray(
-    address: str, paths: tuple[str, ...], output: str | None, summary: Summary, sink: IO[bytes],
-    match: Any, env: str | None,
-) -> None:  # fmt: skip
+    address: str,
+    paths: tuple[str, ...],
+    output: str | None,
+    summary: Summary,
+    match: Any,
+    env: str | None,
+) -> None:
     import judge.ray
 
     start(address)
     results = [judge.ray.check(ds, match=match, env=env, **how) for ds, how in datasets(paths)]
-    write_results(results, output, summary, sink)
+    write_results(results, output, summary)
 
 
 def grade_on_ray(
@@ -101,7 +88,6 @@ def grade_on_ray(
     paths: tuple[str, ...],
     output: str | None,
     summary: Summary,
-    sink: IO[bytes],
     judge_options: dict[str, Any],
     calibration: str | None,
     strict: bool,
@@ -116,4 +102,4 @@ def grade_on_ray(
         )
         for ds, how in datasets(paths)
     ]
-    write_results(results, output, summary, sink)
+    write_results(results, output, summary)
