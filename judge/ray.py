@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from judge._errors import CaseError
 from judge.cases._case import Case
-from judge.cases._json import dumps, dumps_line, loads
+from judge.cases._json import dumps, dumps_line
 from judge.cases._lean import read_lean
-from judge.cases._loading import parse_case, read_line
+from judge.cases._loading import read_line
 from judge.cases._match import Match
 from judge.cases._parquet import decoded_row, json_columns
 from judge.checks._check import check_case, invalid_case_result
@@ -142,18 +142,14 @@ def parquet_json_columns(path: str) -> set[str] | None:
 def items(
     batch: pa.Table, column: str | None, encoded: set[str] | None = None
 ) -> Iterator[Case | CaseError]:
-    """The cases of one batch of rows (or the `CaseError` standing for a bad row)."""
-    encoded = encoded if encoded is not None else json_columns(batch.schema.metadata)
-    for position, row in enumerate(batch.to_pylist(), start=1):
-        try:
-            data = loads(row[column]) if column is not None else decoded_row(row, encoded)
-        except (ValueError, TypeError, KeyError) as exc:
-            yield CaseError(f"not a case: {exc}", source=SOURCE, line=position)
-            continue
-        try:
-            yield parse_case(data, source=SOURCE, line=None)
-        except CaseError as exc:
-            yield exc
+    """The cases of one batch of rows (or the `CaseError` standing for a bad row, named by
+    its position in the batch)."""
+    for position, raw in enumerate(_raw_rows(batch, column, encoded), start=1):
+        yield _no_case(position) if raw is None else read_line(raw, source=SOURCE, line=position)
+
+
+def _no_case(position: int) -> CaseError:
+    return CaseError("not a case: the row has no case JSON", source=SOURCE, line=position)
 
 
 def rows(results: list[CaseResult]) -> dict[str, list[Any]]:
@@ -187,9 +183,7 @@ def _check_batch(
             found.append(check_plain(lean, _SCHEMAS))
             continue
         item = (
-            read_line(raw, source=SOURCE, line=position)
-            if raw is not None
-            else CaseError("not a case: the row has no case JSON", source=SOURCE, line=position)
+            read_line(raw, source=SOURCE, line=position) if raw is not None else _no_case(position)
         )
         result = (
             invalid_case_result(item)

@@ -20,6 +20,7 @@ from judge.cli._batch import Batching, batch_options, cases_of, cost_lines, prep
 from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
+    EXIT_GATE,
     EXIT_UNREADABLE,
     invalid_messages,
     line_count,
@@ -187,6 +188,11 @@ def grade_command(
             prepared[0].state, price_per_mtok, batching.discount if batching else 0.5
         )
         click.echo("\n".join(lines), err=output is None)
+    _fail_under(summary, fail_under)
+
+
+def _fail_under(summary: Summary, fail_under: float | None) -> None:
+    """Exit 1 when the judge's pass rate is under `--fail-under`."""
     verdicts = summary.verdicts
     if fail_under is not None:
         rate = verdicts.pass_rate if verdicts else None
@@ -210,21 +216,18 @@ def _grade_on_ray(
 ) -> None:
     """`--ray`: the judge in an actor pool on the cluster, results in input order."""
     from judge.calibrate._record import GateRefusal
-    from judge.cli._batch import BATCH_OPTIONS
     from judge.cli._judge_options import judge_kwargs
     from judge.cli._matching import trajectory_from
     from judge.cli._ray import grade_on_ray
 
-    given = [name for name in ("batch", "batch_file", "batch_results") if options.get(name)]
-    if unsupported or given or options.get("coverage") or options.get("escalate_model"):
+    batching = Batching.take(options)
+    if unsupported or batching or options.pop("coverage") or options.get("escalate_model"):
         click.echo(
             "judge grade: --ray grades case files with one judge: not with --dry-run, --from, "
             "--batch, --coverage or --escalate-model",
             err=True,
         )
         sys.exit(EXIT_UNREADABLE)
-    for name in (*BATCH_OPTIONS, "coverage", "price_per_mtok"):
-        options.pop(name, None)
     output = None if output == "-" else output
     summary = Summary()
     try:
@@ -233,16 +236,9 @@ def _grade_on_ray(
         grade_on_ray(address, cases, output, summary, kwargs, calibration, strict, force)
     except (InputError, JudgeError, ValueError) as exc:
         click.echo(f"judge grade: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE if not isinstance(exc, GateRefusal) else 3)
+        sys.exit(EXIT_GATE if isinstance(exc, GateRefusal) else EXIT_UNREADABLE)
     print_summary(summary, summary_format, sys.stderr if output is None else sys.stdout)
-    verdicts = summary.verdicts
-    if fail_under is not None:
-        rate = verdicts.pass_rate if verdicts else None
-        if rate is None or rate < fail_under:
-            click.echo(
-                f"judge grade: judge pass rate under --fail-under {fail_under:.1%}", err=True
-            )
-            sys.exit(EXIT_BELOW_THRESHOLD)
+    _fail_under(summary, fail_under)
 
 
 async def _plan(judge: Judge, sources: list[Any]) -> Plan:

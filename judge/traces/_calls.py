@@ -97,13 +97,7 @@ def _oi_message(node: dict[str, Any], where: str) -> dict[str, Any]:
         if not isinstance(function.get("name"), str):
             raise RecordError(f"{where}.message.tool_calls.{j}.tool_call.function.name is missing")
         arguments = function.get("arguments")
-        calls.append(
-            {
-                "id": call.get("id"),
-                "type": "function",
-                "function": {"name": function["name"], "arguments": arguments_text(arguments)},
-            }
-        )
+        calls.append(openai_call(call.get("id"), function["name"], arguments))
     if calls:
         out["tool_calls"] = calls
     if message.get("tool_call_id") is not None:
@@ -160,14 +154,7 @@ def _genai_message(message: Any, where: str) -> list[dict[str, Any]]:
         ]
     out: dict[str, Any] = {"role": role, "content": _parts_text(parts)}
     calls = [
-        {
-            "id": p.get("id"),
-            "type": "function",
-            "function": {
-                "name": str(p.get("name")),
-                "arguments": arguments_text(p.get("arguments")),
-            },
-        }
+        openai_call(p.get("id"), p.get("name"), p.get("arguments"))
         for p in parts
         if isinstance(p, dict) and p.get("type") == "tool_call"
     ]
@@ -188,14 +175,7 @@ def _openllmetry(attributes: dict[str, Any]) -> LLMCall:
             "content": _as_text(maybe_json(node.get("content"))),
         }
         calls = [
-            {
-                "id": call.get("id"),
-                "type": "function",
-                "function": {
-                    "name": str(call.get("name")),
-                    "arguments": arguments_text(call.get("arguments")),
-                },
-            }
+            openai_call(call.get("id"), call.get("name"), call.get("arguments"))
             for call in node.get("tool_calls") or ()
             if isinstance(call, dict)
         ]
@@ -255,14 +235,11 @@ def _event_message(role: str, body: dict[str, Any]) -> dict[str, Any]:
     calls = maybe_json(body.get("tool_calls"))
     if isinstance(calls, list) and calls:
         out["tool_calls"] = [
-            {
-                "id": c.get("id"),
-                "type": "function",
-                "function": {
-                    "name": str((c.get("function") or {}).get("name")),
-                    "arguments": arguments_text((c.get("function") or {}).get("arguments")),
-                },
-            }
+            openai_call(
+                c.get("id"),
+                (c.get("function") or {}).get("name"),
+                (c.get("function") or {}).get("arguments"),
+            )
             for c in calls
             if isinstance(c, dict)
         ]
@@ -332,6 +309,15 @@ _ROLES = ("system", "user", "assistant", "tool")
 
 def _has(attributes: dict[str, Any], *prefixes: str) -> bool:
     return any(key.startswith(prefixes) for key in attributes)
+
+
+def openai_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """A tool call in the OpenAI form a case holds, from what a trace recorded."""
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": str(name), "arguments": arguments_text(arguments)},
+    }
 
 
 def arguments_text(value: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, Literal
 from judge.traces._calls import LLMCall, llm_call
 from judge.traces._inspect import inspect_calls
 from judge.traces._langsmith import is_run, langsmith_call
-from judge.traces._spans import Problem, RecordError, iter_documents, raw_spans, read_span
+from judge.traces._spans import Problem, RecordError, iter_documents, raw_spans, read_span, why
 
 Format = Literal["otel", "langsmith", "inspect", "openai"]
 FORMATS: tuple[Format, ...] = ("otel", "langsmith", "inspect", "openai")
@@ -89,7 +89,7 @@ def _read(fmt: Format, handle: BinaryIO, path: str, found: Imported) -> Iterator
             try:
                 yield _proxy_pair(document, source)
             except Exception as exc:
-                found.problems.append(Problem(source, _why(exc)))
+                found.problems.append(Problem(source, why(exc)))
             continue
         if fmt == "langsmith":
             if not is_run(document):
@@ -98,7 +98,7 @@ def _read(fmt: Format, handle: BinaryIO, path: str, found: Imported) -> Iterator
             try:
                 run = langsmith_call(document, source)
             except Exception as exc:
-                found.problems.append(Problem(source, f"run {document.get('id')}: {_why(exc)}"))
+                found.problems.append(Problem(source, f"run {document.get('id')}: {why(exc)}"))
                 continue
             if run is None:
                 found.skipped["run"] += 1
@@ -120,7 +120,7 @@ def _read(fmt: Format, handle: BinaryIO, path: str, found: Imported) -> Iterator
                 call = llm_call(span)
             except Exception as exc:  # RecordError, or any malformation of its attributes
                 found.problems.append(
-                    Problem(source, f"span {span.span_id} ({span.name}): {_why(exc)}")
+                    Problem(source, f"span {span.span_id} ({span.name}): {why(exc)}")
                 )
                 continue
             if call is None:
@@ -189,10 +189,6 @@ def cases_per_trace(calls: Iterable[LLMCall]) -> Iterator[dict[str, Any]]:
         meta = _meta(last) | {"llm_calls": len(ordered), "span_ids": [c.span_id for c in ordered]}
         meta.pop("span_id", None)
         yield {"id": trace_id, "messages": messages, "tools": list(tools.values()), "meta": meta}
-
-
-def _why(exc: Exception) -> str:
-    return str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__}: {exc}"
 
 
 def _call_id(call: LLMCall) -> str:

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from judge.traces._calls import LLMCall, arguments_text
-from judge.traces._spans import Problem, RecordError
+from judge.traces._calls import LLMCall, openai_call
+from judge.traces._spans import Problem, RecordError, why
 
 _ZSTD = 93  # the compression Inspect writes `.eval` members with
 _LOCAL_HEADER = struct.Struct("<4s5H3I2H")
@@ -35,8 +35,7 @@ def inspect_calls(data: bytes, path: str, problems: list[Problem]) -> Iterator[L
                 raise RecordError(f"a sample must be an object, not {type(sample).__name__}")
             calls = list(_sample_calls(sample, where, path))
         except Exception as exc:
-            why = str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__}: {exc}"
-            problems.append(Problem(where, f"a sample that cannot be read: {why}"))
+            problems.append(Problem(where, f"a sample that cannot be read: {why(exc)}"))
             continue
         if not calls:
             problems.append(Problem(where, "a sample with no model call and no messages"))
@@ -128,14 +127,7 @@ def message_of(message: dict[str, Any]) -> dict[str, Any]:
         content = "".join(texts) or None
     out: dict[str, Any] = {"role": role, "content": content}
     calls = [
-        {
-            "id": call.get("id"),
-            "type": "function",
-            "function": {
-                "name": str(call.get("function")),
-                "arguments": arguments_text(call.get("arguments") or {}),
-            },
-        }
+        openai_call(call.get("id"), call.get("function"), call.get("arguments") or {})
         for call in message.get("tool_calls") or ()
     ]
     if calls:

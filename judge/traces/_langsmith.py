@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.traces._calls import LLMCall, arguments_text
+from judge.traces._calls import LLMCall, openai_call
 from judge.traces._spans import RecordError, iso_nanos
 
 LLM_RUNS = ("llm", "chat")
@@ -127,14 +127,5 @@ def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
             name, arguments = function.get("name"), function.get("arguments")
         else:  # LangChain's {"name", "args", "id"}
             name, arguments = call.get("name"), call.get("args")
-        found.append(
-            {
-                "id": call.get("id"),
-                "type": "function",
-                "function": {
-                    "name": str(name),
-                    "arguments": arguments_text({} if arguments is None else arguments),
-                },
-            }
-        )
+        found.append(openai_call(call.get("id"), name, {} if arguments is None else arguments))
     return found

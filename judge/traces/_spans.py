@@ -18,6 +18,11 @@ class RecordError(ValueError):
     """One record that cannot be read; the import reports it and goes on."""
 
 
+def why(exc: Exception) -> str:
+    """What a record's problem says: a `RecordError`'s own words, else the error's type too."""
+    return str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__}: {exc}"
+
+
 @dataclass(frozen=True)
 class Event:
     name: str
