@@ -43,6 +43,20 @@ def judge(
     )  # fmt: skip
 
 
+def kill_while_polling(server: BatchServer, command: list[str], polls: int) -> None:
+    """Run `command` until it has checked its batch's status `polls` times, then SIGKILL it."""
+    process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    seen = 0
+    while time.monotonic() < deadline and seen < polls:
+        seen = sum(1 for s in server.seen if s.method == "GET" and "/batches/" in s.path)
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert seen >= polls, "the batch was never polled"
+
+
 def rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -112,20 +126,8 @@ def test_a_kill_while_polling_resumes_the_same_batch_without_a_new_one(
     command = [sys.executable, "-m", "judge", "grade", str(EXAMPLES), "-o", str(output),
                "--batch", "--batch-poll", "0.05", "--base-url", server.url, "--model", "m",
                "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
-    process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    state = Path(f"{output}.batch.json")
-    deadline = time.monotonic() + 60
-    polls = 0
-    while time.monotonic() < deadline:
-        polls = sum(1 for s in server.seen if s.method == "GET" and "/batches/" in s.path)
-        if state.exists() and polls >= 3:
-            break
-        time.sleep(0.05)
-    assert polls >= 3, "the batch was never polled"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert server.batch_creations == 1
+    kill_while_polling(server, command, polls=3)
+    assert Path(f"{output}.batch.json").exists() and server.batch_creations == 1
 
     server.hold.set()
     resumed = subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=300)
@@ -360,15 +362,7 @@ def test_judge_run_batch_killed_while_polling_resumes_without_a_new_batch(
     candidates.hold.clear()
     output = tmp_path / "runs.jsonl"
     command = run_models(candidates, output, "--batch", "--batch-poll", "0.05")
-    process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if sum(1 for s in candidates.seen if s.method == "GET" and "/batches/" in s.path) >= 3:
-            break
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_while_polling(candidates, command, polls=3)
     candidates.hold.set()
     resumed = subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=300)
     assert resumed.returncode == 0, resumed.stderr
@@ -442,15 +436,7 @@ def test_a_batch_the_endpoint_lost_is_submitted_again_and_a_state_of_another_end
     command = [sys.executable, "-m", "judge", "grade", str(EXAMPLES), "-o", str(output),
                "--batch", "--batch-poll", "0.05", "--base-url", server.url, "--model", "m",
                "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
-    process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(
-        s.method == "GET" and "/batches/" in s.path for s in server.seen
-    ):
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_while_polling(server, command, polls=1)
     server.batches.clear()  # purged at the provider
     server.hold.set()
     resumed = subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=300)

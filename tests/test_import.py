@@ -339,7 +339,8 @@ def test_an_inspect_eval_log_grades_as_the_hand_written_cases(
     assert first["tools"][0]["function"]["parameters"]["required"] == ["city"]
     assert first["meta"]["model"] == "mockllm/model"
     hand = tmp_path / "hand.jsonl"
-    said = first["response"]["content"]  # mockllm says "tool call for tool get_weather"
+    said = "tool call for tool get_weather"  # what Inspect's mockllm says with its call
+    assert first["response"]["content"] == said
     rows = [
         {"id": "a", "messages": [QUESTION], "tools": first["tools"],
          "response": {"role": "assistant", "content": said, "tool_calls": [CALL]}},

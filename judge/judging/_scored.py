@@ -114,9 +114,8 @@ def _described(
 
 @dataclass(frozen=True)
 class _Scored:
-    """A scored rubric's decision on one verdict: P(correct), and whether it is."""
+    """A scored rubric's decision on one verdict: whether it is correct."""
 
-    p: float
     correct: bool
     common: dict[str, Any]
     """The fields every scored verdict has: reasoning, verdict, confidence, its source and
@@ -140,7 +139,7 @@ def _score(
         "confidence_source": "logprobs",
         "features": {**answers, **counts},
     }
-    return _Scored(p, correct, common)
+    return _Scored(correct, common)
 
 
 def selection_verdict(

@@ -330,15 +330,16 @@ class Runner:
         spent: list[dict[str, Any]] = []
         bodies: list[Any] = []
         seen: list[dict[str, Any]] = []  # the last path the candidate answered, after the prompt
-        from_text: list[int] = []  # the steps whose calls were read from the reply's text
-        limit_hit: list[int] = []
+        from_text = False  # some step's calls were read from the reply's text
+        limit_hit = False  # an agent that swallows StepLimit still hit it
         prompt = prompt_of(case)
 
         async def chat(
             messages: Sequence[dict[str, Any]], tools: Any = CASE_TOOLS
         ) -> dict[str, Any]:
+            nonlocal from_text, limit_hit
             if len(spent) >= loop.max_steps:
-                limit_hit.append(len(spent))  # an agent that swallows StepLimit still hit it
+                limit_hit = True
                 raise StepLimit
             offered = None if tools is CASE_TOOLS else [Tool.from_spec(t) for t in tools or ()]
             body = request_body(model, case, run, self.agreed, messages=messages, tools=offered)
@@ -354,8 +355,7 @@ class Runner:
                 raise CandidateRequestError(f"the reply is not a chat completion ({exc})") from None
             if reads_text:
                 found = with_text_calls(response, names)
-                if found is not response:
-                    from_text.append(len(spent))
+                from_text = from_text or found is not response
                 response = found
             message = assistant_message(response, len(spent))
             after = added_after(prompt, messages)
@@ -410,7 +410,7 @@ class Runner:
             cost_usd=_summed(s["cost_usd"] for s in spent),
             error=error,
             attempts=sum(s["attempts"] for s in spent),
-            calls_from_content=bool(from_text),
+            calls_from_content=from_text,
             settings=self.settings,
         )
         return await self.grader.grade(record, case)

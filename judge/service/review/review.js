@@ -10,20 +10,17 @@ const state = {
   token: null,
 };
 
-const KEYS = {
-  "1": ["selection", "correct"],
-  "2": ["selection", "incorrect"],
-  "3": ["arguments", "correct"],
-  "4": ["arguments", "incorrect"],
-  "5": ["arguments", "not_applicable"],
-  "6": ["answer", "correct"],
-  "7": ["answer", "incorrect"],
-};
 const MENUS = {
   selection: ["correct", "incorrect"],
   arguments: ["correct", "incorrect", "not_applicable"],
   answer: ["correct", "incorrect"],
 };
+// The keys 1 to 7, one per label in the order of the menus: "1" -> ["selection", "correct"].
+const KEYS = Object.fromEntries(
+  Object.entries(MENUS)
+    .flatMap(([dimension, menu]) => menu.map((value) => [dimension, value]))
+    .map((label, index) => [String(index + 1), label]),
+);
 const STORE = "judge-review:";
 
 // --- the API ----------------------------------------------------------------------------
@@ -301,14 +298,12 @@ function expected(found) {
 function labelForm(found) {
   const form = el("form", { id: "label-form", class: "labels" });
   form.addEventListener("submit", (event) => event.preventDefault());
-  let key = 1;
+  const keyOf = (dimension, value) =>
+    Object.keys(KEYS).find((k) => KEYS[k][0] === dimension && KEYS[k][1] === value);
   for (const [dimension, menu] of Object.entries(MENUS)) {
     const needed = found.needs[dimension];
     const shown = needed || (dimension === "arguments" && found.labels.arguments);
-    if (!shown) {
-      key += menu.length;
-      continue;
-    }
+    if (!shown) continue;
     const group = el("fieldset", { "data-dimension": dimension }, el("legend", {}, dimension));
     for (const value of menu) {
       const input = el("input", {
@@ -318,8 +313,7 @@ function labelForm(found) {
         checked: found.labels[dimension] === value,
       });
       input.addEventListener("change", () => setLabel(dimension, value));
-      group.append(el("label", {}, input, ` ${value.replace("_", " ")} `, el("kbd", {}, String(key))));
-      key += 1;
+      group.append(el("label", {}, input, ` ${value.replace("_", " ")} `, el("kbd", {}, keyOf(dimension, value))));
     }
     form.append(group);
   }
