@@ -128,48 +128,6 @@ class EndpointClient:
 class ChatClient(EndpointClient):
     """The judge's chat completions: a reply that fits a verdict schema."""
 
-    async def complete(
-        self,
-        messages: list[dict[str, str]],
-        *,
-        schema: dict[str, Any],
-        mode: ResponseFormat,
-        temperature: float,
-        seed: int | None,
-        reasoning_effort: str | None = None,
-        extra_body: dict[str, Any] | None = None,
-        logprobs: int | None = None,
-    ) -> Reply:
-        """Ask once (with retries on transient faults) for a reply that fits `schema`; with
-        `logprobs`, also for that many alternatives of each generated token."""
-        body = complete_body(
-            self.endpoint.model,
-            messages,
-            schema=schema,
-            mode=mode,
-            temperature=temperature,
-            seed=seed,
-            reasoning_effort=reasoning_effort,
-            extra_body=extra_body,
-            logprobs=logprobs,
-        )
-        return await self.send(body, mode)
-
-    async def answer(
-        self,
-        messages: list[dict[str, str]],
-        *,
-        logprobs: int,
-        seed: int | None,
-        extra_body: dict[str, Any] | None = None,
-    ) -> Reply:
-        """Ask for one token, greedily, with its `logprobs` most likely alternatives: a
-        one-word answer scored by its probabilities."""
-        body = answer_body(
-            self.endpoint.model, messages, logprobs=logprobs, seed=seed, extra_body=extra_body
-        )
-        return await self.send(body, None)
-
     async def send(self, body: dict[str, Any], mode: ResponseFormat | None) -> Reply:
         """POST one chat-completions body (as `complete_body` or `answer_body` built it)."""
 
@@ -203,8 +161,8 @@ def complete_body(
     extra_body: dict[str, Any] | None = None,
     logprobs: int | None = None,
 ) -> dict[str, Any]:
-    """The body of a request for a reply that fits `schema`: what `ChatClient.complete`
-    sends, and what a batch input line holds."""
+    """The body of a request for a reply that fits `schema`: what the judge sends online,
+    and what a batch input line holds."""
     if mode == "json_object":
         messages = _with_schema_in_prompt(messages, schema)
     body: dict[str, Any] = {
@@ -231,7 +189,7 @@ def answer_body(
     seed: int | None,
     extra_body: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The body of a one-token question: what `ChatClient.answer` sends."""
+    """The body of a one-token question, scored by its `logprobs` most likely alternatives."""
     body: dict[str, Any] = {
         **(extra_body or {}),
         "model": model,

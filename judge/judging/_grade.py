@@ -619,9 +619,7 @@ class Judge:
         chat = await self._chat()
         needs = "a scored rubric needs an endpoint that returns token logprobs"
         try:
-            reply = await chat.answer(
-                ask.messages, logprobs=ANSWER_LOGPROBS, seed=self.seed, extra_body=self.extra_body
-            )
+            reply = await chat.send(self._answer_body(chat.endpoint.model, ask), None)
         except JudgeRequestError as exc:
             message = f"{exc} ({needs})" if rejects_logprobs(exc) else str(exc)
             raise ReplyError(message, None) from None
@@ -654,16 +652,10 @@ class Judge:
         problem, raw = "no reply", None
         for _ in range(1 + MAX_REASKS):
             try:
-                reply = await chat.complete(
-                    conversation,
-                    schema=question.schema,
-                    mode=mode,
-                    temperature=self.temperature,
-                    seed=None if self.seed is None else self.seed + sample,
-                    reasoning_effort=self.reasoning_effort,
-                    extra_body=self.extra_body,
-                    logprobs=asked,
+                body = self._verdict_body(
+                    chat.endpoint.model, conversation, question, sample, mode, asked
                 )
+                reply = await chat.send(body, mode)
             except JudgeRequestError as exc:
                 if asked is not None and rejects_logprobs(exc):
                     self._logprobs = None  # the endpoint gives none: ask without, once per run
@@ -697,6 +689,38 @@ class Judge:
                 },
             ]
         raise ReplyError(f"no usable verdict after {1 + MAX_REASKS} tries: {problem}", raw)
+
+    def _answer_body(self, model: str, ask: Ask) -> dict[str, Any]:
+        """What a scored rubric's one-token question sends (online, or in a batch)."""
+        return answer_body(
+            model,
+            ask.messages,
+            logprobs=ANSWER_LOGPROBS,
+            seed=self.seed,
+            extra_body=self.extra_body,
+        )
+
+    def _verdict_body(
+        self,
+        model: str,
+        conversation: list[dict[str, str]],
+        question: Question,
+        sample: int,
+        mode: ResponseFormat,
+        logprobs: int | None,
+    ) -> dict[str, Any]:
+        """What asking for a verdict sends (online, or in a batch)."""
+        return complete_body(
+            model,
+            conversation,
+            schema=question.schema,
+            mode=mode,
+            temperature=self.temperature,
+            seed=None if self.seed is None else self.seed + sample,
+            reasoning_effort=self.reasoning_effort,
+            extra_body=self.extra_body,
+            logprobs=logprobs,
+        )
 
     async def _keep(
         self, key: str, data: Any, confidences: list[float | None], asked: int | None
@@ -739,28 +763,14 @@ class Judge:
             if rubric.scored:
                 for ask in asks(rubric, question.messages, question.calls):
                     key = self._answer_key(rubric, ask)
-                    body = answer_body(
-                        model,
-                        ask.messages,
-                        logprobs=ANSWER_LOGPROBS,
-                        seed=self.seed,
-                        extra_body=self.extra_body,
-                    )
+                    body = self._answer_body(model, ask)
                     cached = await self.is_answered(rubric, ask)
                     found.append(Asked(key, body, None, question, rubric, cached, case.id, ask))
                 continue
             for sample in range(self.samples):
                 key = self._key(question, sample, self._mode, self._logprobs)
-                body = complete_body(
-                    model,
-                    list(question.messages),
-                    schema=question.schema,
-                    mode=self._mode,
-                    temperature=self.temperature,
-                    seed=None if self.seed is None else self.seed + sample,
-                    reasoning_effort=self.reasoning_effort,
-                    extra_body=self.extra_body,
-                    logprobs=self._logprobs,
+                body = self._verdict_body(
+                    model, list(question.messages), question, sample, self._mode, self._logprobs
                 )
                 cached = await self.is_cached(question, sample)
                 found.append(
