@@ -108,12 +108,14 @@ def pin() -> list[str]:
     return ["taskset", "-c", "0"] if shutil.which("taskset") else []
 
 
-def time_process(cmd: list[str], output: Path, n: int) -> float:
+def time_process(cmd: list[str], output: Path, n: int, env: dict[str, str] | None = None
+                 ) -> float:
     """Run `cmd` (stdout discarded), check that it wrote `n` lines to `output`, return its
     wall time in seconds."""
     output.unlink(missing_ok=True)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env=env)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
@@ -124,10 +126,11 @@ def time_process(cmd: list[str], output: Path, n: int) -> float:
     return elapsed
 
 
-def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int
-                    ) -> tuple[Measurement, Measurement, Measurement]:
+def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int, compiled: bool
+                    ) -> tuple[Measurement, Measurement, Measurement, Measurement | None]:
     """Best-of-`repeats` wall time of judge (`--jobs 1` pinned, `--jobs 2` unpinned) and of the
-    reference loop (pinned), runs interleaved."""
+    reference loop (pinned), runs interleaved; with a compiled core, also judge `--jobs 1`
+    reading the core's Python source (`JUDGE_CORE=source`)."""
     reference = tmp / "reference_loop.py"
     reference.write_text(REFERENCE_LOOP, encoding="utf-8")
     judge_cmd = [str(judge), "check", str(cases), "-o", str(tmp / "judge.jsonl"),
@@ -135,17 +138,23 @@ def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int
     one = [*pin(), *judge_cmd, "--jobs", "1"]
     two = [*judge_cmd, "--jobs", "2"]
     ref_cmd = [*pin(), interpreter_of(judge), str(reference), str(cases), str(tmp / "ref.jsonl")]
-    times: dict[str, list[float]] = {"one": [], "two": [], "ref": []}
+    source_env = {**os.environ, "JUDGE_CORE": "source"}
+    times: dict[str, list[float]] = {"one": [], "two": [], "ref": [], "src": []}
     for _ in range(repeats):
         times["one"].append(time_process(one, tmp / "judge.jsonl", n))
         times["ref"].append(time_process(ref_cmd, tmp / "ref.jsonl", n))
         times["two"].append(time_process(two, tmp / "judge.jsonl", n))
+        if compiled:
+            times["src"].append(time_process(one, tmp / "judge.jsonl", n, source_env))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    source = (Measurement("judge check --jobs 1, source core", n, min(times["src"]),
+                          "JUDGE_CORE=source: the core not compiled") if compiled else None)
     return (Measurement("judge check --jobs 1", n, min(times["one"]), "full semantics, one core"),
             Measurement("reference loop (whole process)", n, min(times["ref"]),
                         "new Draft7Validator per call"),
             Measurement("judge check --jobs 2", n, min(times["two"]),
-                        f"two worker processes ({cores} cores here)"))
+                        f"two worker processes ({cores} cores here)"),
+            source)
 
 
 def stage_seconds(cases: Path) -> dict[str, float]:
@@ -163,43 +172,34 @@ def stage_seconds(cases: Path) -> dict[str, float]:
     from judge.checks._summary import Tally
 
     spent = dict.fromkeys(("parse", "build", "validate", "compare", "write"), 0.0)
-    structure = _plain.structure
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return structure(*args, **kwargs)
-        finally:
-            spent["validate"] += time.perf_counter() - start
-
-    _plain.structure = timed
-    schemas, tally = SchemaCache(), Tally()
+    # The validation step is timed on its own, beside the check that repeats it (a compiled
+    # core calls it directly, so it cannot be timed from inside), and taken out of compare.
+    schemas, tally, spare = SchemaCache(), Tally(), SchemaCache()
     clock = time.perf_counter
-    try:
-        with cases.open("rb") as lines, open(os.devnull, "wb") as sink:
-            for number, line in enumerate(lines, start=1):
-                t0 = clock()
-                _lean._decoder.decode(line)
-                t1 = clock()
-                lean = _lean.read_lean(line)  # decodes again: its own share is the rest
-                t2 = clock()
-                if lean is not None:
-                    data = _plain.check_plain(lean, schemas)
-                else:
-                    case = parse_case(loads(line), source=str(cases), line=number)
-                    t2 = clock()
-                    data = _check.check_case(case, schemas=schemas).to_json_dict()
-                t3 = clock()
-                sink.write(dumps(data) + b"\n")
-                tally.add(data)
-                t4 = clock()
-                spent["parse"] += t1 - t0
-                spent["build"] += t2 - t1 - (t1 - t0)
-                spent["compare"] += t3 - t2
-                spent["write"] += t4 - t3
-    finally:
-        _plain.structure = structure
-    spent["compare"] -= spent["validate"]
+    with cases.open("rb") as lines, open(os.devnull, "wb") as sink:
+        for number, line in enumerate(lines, start=1):
+            t0 = clock()
+            _lean._decoder.decode(line)
+            t1 = clock()
+            lean = _lean.read_lean(line)  # decodes again: its own share is the rest
+            t2 = clock()
+            if lean is not None:
+                _plain.structure(lean.tool_calls, lean.tools, spare)
+                validated = clock()
+                data = _plain.check_plain(lean, schemas)
+            else:
+                case = parse_case(loads(line), source=str(cases), line=number)
+                t2 = validated = clock()
+                data = _check.check_case(case, schemas=schemas).to_json_dict()
+            t3 = clock()
+            sink.write(dumps(data) + b"\n")
+            tally.add(data)
+            t4 = clock()
+            spent["parse"] += t1 - t0
+            spent["build"] += t2 - t1 - (t1 - t0)
+            spent["validate"] += validated - t2
+            spent["compare"] += t3 - validated - (validated - t2)
+            spent["write"] += t4 - t3
     return spent
 
 
@@ -329,7 +329,10 @@ def print_table(runs: tuple[Measurement, Measurement, Measurement], others: list
           f"on one core: {verdict}")
     print(row(two))
     print(f"  {'ratio judge --jobs 2 / reference':<34}{ratios[1]:>27.2f}x")
-    print("\n".join(row(m) for m in others))
+    for m in others:
+        print(row(m))
+        if m.name.endswith("source core") and m.rate and ref.rate:
+            print(f"  {'ratio source core / reference':<34}{m.rate / ref.rate:>27.2f}x")
     startup = (one.seconds or 0.0) - sum(stages.values())
     print(f"\nwhere judge --jobs 1 spends its {one.seconds:.2f} s (stages timed in-process):")
     for stage, seconds in [*stages.items(), ("start-up and the rest", startup)]:
@@ -350,6 +353,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.cases < 1 or args.repeats < 1:
         parser.error("--cases and --repeats must be at least 1")
     return args
+
+
+def core_of(judge: Path) -> str:
+    """How `judge`'s comparison core runs, in words (compiled by mypyc at install, or not)."""
+    probe = "from judge import _core; print(_core.describe())"
+    proc = subprocess.run([interpreter_of(judge), "-c", probe], capture_output=True, text=True)
+    return proc.stdout.strip() or "unknown"
 
 
 def find_judge(given: Path | None) -> Path:
@@ -374,17 +384,21 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(tmp_name)
         cases = tmp / "cases.jsonl"
         source_lines = build_cases(args.source, args.cases, cases)
-        judge_m, ref_m, jobs_m = bench_processes(judge, cases, tmp, args.cases, args.repeats)
+        core = core_of(judge)
+        judge_m, ref_m, jobs_m, source_m = bench_processes(
+            judge, cases, tmp, args.cases, args.repeats, core.startswith("compiled"))
         stages = stage_seconds(cases)
         small = min(args.cases, THIRD_PARTY_MAX_CASES)
         others = [run_third_party(args.python, tool, cases, tmp, small) for tool in THIRD_PARTY]
+        if source_m is not None:
+            others.insert(0, source_m)
     ratio = (judge_m.rate or 0.0) / (ref_m.rate or 1.0)
     jobs_ratio = (jobs_m.rate or 0.0) / (ref_m.rate or 1.0)
     pinned = "pinned to CPU 0" if pin() else "not pinned (no taskset)"
     if args.json:
         print(json.dumps({
             "cases": args.cases, "source": str(args.source), "source_lines": source_lines,
-            "repeats": args.repeats, "pinned": bool(pin()), "judge": str(judge),
+            "repeats": args.repeats, "pinned": bool(pin()), "judge": str(judge), "core": core,
             "runs": [{**asdict(m), "cases_per_s": m.rate}
                      for m in [judge_m, ref_m, jobs_m, *others]],
             "ratio": ratio, "target_ratio": TARGET_RATIO, "target_met": ratio >= TARGET_RATIO,
@@ -393,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     print_table((judge_m, ref_m, jobs_m), others, (ratio, jobs_ratio), stages,
                 f"judge check throughput: {args.cases:,} cases cycled from {args.source.name} "
-                f"({source_lines} lines), best of {args.repeats}, {pinned}")
+                f"({source_lines} lines), best of {args.repeats}, {pinned}; core: {core}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,10 @@ what needs the OpenAI SDK, numpy statistics or FastAPI loads on first use.
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from judge import _core
 from judge._errors import CaseError, InputError, JudgeError
+
+_core.choose()  # the compiled core only where it was built from the sources beside it
 
 # Every name is imported on first use, so that `import judge` and `judge check` start in a
 # fraction of the time: what needs the OpenAI SDK, Jinja, numpy statistics or FastAPI, and the

@@ -15,6 +15,7 @@ PACKAGE = Path(judge.__file__).parent
 
 # Bottom to top: a module may import its own layer and the layers before it.
 LAYERS = (
+    "judge._core",  # which copy of the comparison core runs (standard library only)
     "judge._errors",
     "judge.cases",
     "judge.endpoints",

@@ -15,9 +15,10 @@ Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
 MAX_SHOWN = 120
 
 # A fault is found cheaply for every candidate pairing; its message is written only for the
-# pairing that is kept: (kind, path to the argument, the value given, the acceptable values,
+# pairing that is kept: (kind, path to the argument, the value given, the acceptable values
+# (a list, or None; `Any`, as a matcher-like value deep in the arguments may hold anything),
 # or a ready message).
-Fault = tuple[FailureKind, tuple[str, ...], Any, list[Any] | None, str | None]
+Fault = tuple[FailureKind, tuple[str, ...], Any, Any, str | None]
 _ABSENT = object()
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
@@ -71,7 +72,7 @@ def _value_fault(
     if rule is not None and rule.ignore:
         return None
     if isinstance(want, dict) and ("$any" in want or "$optional" in want):  # a matcher
-        options: list[Any] | None = want.get("$any")
+        options: Any = want.get("$any")
         if got is _ABSENT:
             optional = bool(want.get("$optional", False))
             return None if optional else (FailureKind.MISSING_ARGUMENT, path, None, options, None)
@@ -96,7 +97,7 @@ def _typed_in(got: Any, options: list[Any]) -> bool:
     return any(type(o) is kind and o == got for o in options)
 
 
-def _accepts(got: Any, options: list[Any], rule: ArgumentRule | None) -> bool:
+def _accepts(got: Any, options: Any, rule: ArgumentRule | None) -> bool:
     return any(_matches(got, option, rule) for option in options)
 
 

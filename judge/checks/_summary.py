@@ -335,7 +335,8 @@ class Tally:
         kinds: list[str],
         f1: float | None,
     ) -> None:
-        self.kinds.update(kinds)
+        if kinds:  # (`Counter.update` is Python code: most results have no failure)
+            self.kinds.update(kinds)
         if f1 is not None:
             self.f1_total += f1
             self.f1_cases += 1

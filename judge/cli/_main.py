@@ -16,6 +16,7 @@ from typing import IO, Any, BinaryIO
 
 import click
 
+from judge import _core
 from judge._errors import InputError
 from judge.cases._files import open_cases
 from judge.cases._parquet import as_json_lines, is_parquet, output_sink
@@ -71,7 +72,11 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="tool-call-judge", prog_name="judge")
+@click.version_option(
+    package_name="tool-call-judge",
+    prog_name="judge",
+    message=f"%(prog)s %(version)s (comparison core: {_core.describe()})",
+)
 def main() -> None:
     """Grade the tool calls of LLM agents."""
 
