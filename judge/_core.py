@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -54,13 +55,17 @@ def source_hashes(package: Path = PACKAGE) -> dict[str, str]:
 
 
 def state(package: Path = PACKAGE) -> State:
-    """`compiled`: a build compiled the core from these very sources; `stale`: it did, from
-    sources that have changed since; `source`: nothing was compiled; `forced`: JUDGE_CORE=source."""
+    """`compiled`: a build compiled the core from these very sources, for this interpreter;
+    `stale`: from sources that have changed since; `source`: nothing was compiled (or not for
+    this interpreter); `forced`: JUDGE_CORE=source."""
     if os.environ.get("JUDGE_CORE") == "source":
         return "forced"
     try:
         built = json.loads((package / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return "source"
+    suffix = EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. `.cpython-311-x86_64-linux-gnu.so`
+    if not all(source_of(m, package).with_suffix(suffix).is_file() for m in MODULES):
         return "source"
     return "compiled" if built == source_hashes(package) else "stale"
 

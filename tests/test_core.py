@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,9 @@ def test_the_state_follows_the_sources_the_build_recorded(
     copy_core(package)
     assert _core.state(package) == "source"  # nothing was compiled
     (package / _core.MANIFEST).write_text(json.dumps(_core.source_hashes(package)))
+    assert _core.state(package) == "source"  # recorded, but not built for this interpreter
+    for module in _core.MODULES:
+        _core.source_of(module, package).with_suffix(EXTENSION_SUFFIXES[0]).write_bytes(b"")
     assert _core.state(package) == "compiled"
     edited = _core.source_of("judge.checks._values", package)
     edited.write_text(edited.read_text() + "# edited after the build\n")
