@@ -66,8 +66,8 @@ _LAZY = {
     "CheckResults": "judge.checks._result",
     "Failure": "judge.checks._result",
     "TrajectoryReport": "judge.checks._trajectory",
-    "ArgumentRule": "judge.checks._values",
-    "Rules": "judge.checks._values",
+    "ArgumentRule": "judge.checks._rules",
+    "Rules": "judge.checks._rules",
     "json_equal": "judge.checks._values",
     "RepeatStats": "judge.runs._repeats",
     "pass_at_k": "judge.runs._repeats",
@@ -119,8 +119,9 @@ if TYPE_CHECKING:
         Usage,
     )
     from judge.checks._result import CaseResult, CheckResults, Failure
+    from judge.checks._rules import ArgumentRule, Rules
     from judge.checks._trajectory import TrajectoryReport
-    from judge.checks._values import ArgumentRule, Rules, json_equal
+    from judge.checks._values import json_equal
     from judge.endpoints._client import JudgeEndpointError
     from judge.endpoints._retry import RetryPolicy
     from judge.judging._grade import Judge, ReplyError, grade

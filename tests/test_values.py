@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +277,21 @@ def test_value_shortcuts_decide_as_the_general_comparison() -> None:
     assert kinds({"a": {"b": "x"}}, {"a": {"b": {"$any": "xy"}}}, ["/a/b"]) == []
     assert kinds({"a": {"b": "xy"}}, {"a": {"b": {"$any": "xy"}}}, ["/a/b"]) == ["WrongValue:a/b"]
     assert kinds({"a": {}}, {"a": {"b": {"$optional": 1}}}, ["/a/b"]) == []
+
+
+def test_an_argument_rule_pickles_copies_and_subclasses() -> None:
+    """Rules travel to `--jobs` workers and Ray actors, and users extend them: the class stays
+    outside the compiled core, where a frozen dataclass could do none of this."""
+    rule = ArgumentRule(case_sensitive=False, whitespace="collapse", abs_tol=1)
+    assert pickle.loads(pickle.dumps(rule)) == rule
+    assert copy.deepcopy(rule) == rule == copy.copy(rule)
+    assert dataclasses.replace(rule, ignore=True).ignore
+
+    class Loose(ArgumentRule):
+        pass
+
+    assert Loose(case_sensitive=False).matches(" Paris ", "paris") is False
+    assert Loose(case_sensitive=False, whitespace="strip").matches(" Paris ", "paris")
+    assert rule.matches(3, 3.9) and not rule.matches(3, 4.5)  # an integer tolerance
+    rules: Rules = {"*": {"city": rule}}
+    assert pickle.loads(pickle.dumps(rules)) == rules

@@ -8,7 +8,7 @@ from typing import Any
 from judge.checks._check import iter_check
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult
-from judge.checks._values import Rules
+from judge.checks._rules import Rules
 
 CHECKS = ("tool_selection", "schema_valid", "argument_values", "tool_assertions")
 

@@ -37,7 +37,7 @@ from inspect_ai.tool import ToolDef, ToolInfo
 
 from judge.adapters._grading import check_calls, describe, verdict
 from judge.cases._json import DecodeError, dumps, loads
-from judge.checks._values import Rules
+from judge.checks._rules import Rules
 
 
 @scorer(metrics=[accuracy(), stderr()])

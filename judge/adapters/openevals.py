@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from judge.adapters._grading import check_calls, describe, verdict
-from judge.checks._values import Rules
+from judge.checks._rules import Rules
 
 Evaluator = Callable[..., dict[str, Any]]
 

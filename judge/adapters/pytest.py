@@ -16,7 +16,7 @@ from typing import Any
 
 from judge.adapters._grading import check_calls, describe, verdict
 from judge.checks._result import CaseResult
-from judge.checks._values import Rules
+from judge.checks._rules import Rules
 
 
 def assert_tool_calls(

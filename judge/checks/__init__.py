@@ -1,7 +1,7 @@
 """Deterministic checks: what code can prove about a case, and the result record.
 
 - `_structure`: one call's arguments (strict JSON, a known name, the tool's Draft 7 schema);
-- `_values`: expected values, with flexible matching rules;
+- `_values`: expected values, with flexible matching rules (`_rules`: `ArgumentRule`);
 - `_arguments`: a call's arguments against its reference call, by argument mode;
 - `_trajectory`: the whole path of calls against the reference, by match mode;
 - `_env`: final state, by replaying the calls into an environment;

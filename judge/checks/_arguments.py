@@ -9,7 +9,8 @@ from judge.cases._form import ArgsCompare, ArgsMode
 from judge.cases._json import dumps, pointer
 from judge.cases._lean import Expected
 from judge.checks._kinds import FailureKind
-from judge.checks._values import ArgumentRule, Rules, json_equal, rule_for
+from judge.checks._rules import ArgumentRule, Rules
+from judge.checks._values import json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
 MAX_SHOWN = 120

@@ -31,9 +31,9 @@ from judge.checks._plain import (
     verdicts,
 )
 from judge.checks._result import CallScores, CaseResult, CheckResults, Failure
+from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache
 from judge.checks._trajectory import TrajectoryCall, TrajectoryReport, trajectory_calls
-from judge.checks._values import Rules
 
 
 def check(

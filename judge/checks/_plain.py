@@ -18,8 +18,8 @@ from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
 from judge.cases._lean import Called, Expected, LeanCase, LeanTool
 from judge.checks._arguments import Fault, Problem, describe, faults
 from judge.checks._kinds import FailureKind
+from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache, parse_arguments
-from judge.checks._values import Rules
 
 if TYPE_CHECKING:
     from judge.cases._case import Tool

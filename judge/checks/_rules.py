@@ -1,0 +1,87 @@
+"""`ArgumentRule`: how one argument's value is compared with the expected one.
+
+Outside the compiled core (`judge/_core.py`), which reads it as it reads any object: a frozen
+dataclass compiled by mypyc can be neither pickled, copied nor subclassed, and users do all
+three with their rules (`--jobs` and Ray send them to other processes). The comparison it
+loosens is here too; plain JSON equality, the hot path, is the core's `json_equal`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+_WHITESPACE = re.compile(r"\s+")
+_NUMBER = (int, float)
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentRule:
+    """How to compare one argument's value with the expected one.
+
+    The string options apply to every string inside the value, nested ones too.
+    """
+
+    ignore: bool = False
+    """Never compare this argument (it may also be left out)."""
+    case_sensitive: bool = True
+    """False: compare strings case-insensitively (`str.casefold`)."""
+    whitespace: Literal["exact", "strip", "collapse"] = "exact"
+    """`strip`: ignore leading and trailing whitespace; `collapse`: also treat runs as one space."""
+    unicode_form: Literal["NFC", "NFD", "NFKC", "NFKD"] | None = None
+    """Normalise strings to this Unicode form before comparing."""
+    abs_tol: float = 0.0
+    """Numbers within this absolute difference are equal."""
+    rel_tol: float = 0.0
+    """Numbers within this relative difference are equal."""
+    int_float_equal: bool = True
+    """False: an integer never equals a float (`3` vs `3.0`)."""
+    compare: Callable[[Any, Any], bool] | None = None
+    """A custom predicate `compare(actual, expected)`; replaces every other option."""
+
+    def matches(self, actual: Any, expected: Any) -> bool:
+        """Whether `actual` is acceptable for `expected` under this rule."""
+        if self.compare is not None:
+            return bool(self.compare(actual, expected))
+        return _equal(actual, expected, self)
+
+
+# Rules by tool name, then by argument name; "*" stands for any tool or any argument.
+Rules = Mapping[str, Mapping[str, ArgumentRule]]
+
+
+def _equal(a: Any, b: Any, rule: ArgumentRule) -> bool:
+    """`json_equal` loosened by the rule's options (plain JSON equality, without them, is the
+    compiled core's `json_equal`)."""
+    ta, tb = type(a), type(b)
+    if ta is str and tb is str:
+        return _norm(a, rule) == _norm(b, rule)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
+        if not rule.int_float_equal and ta is not tb:
+            return False
+        if rule.abs_tol or rule.rel_tol:
+            return math.isclose(a, b, rel_tol=rule.rel_tol, abs_tol=rule.abs_tol)
+        return bool(a == b)
+    if ta is dict and tb is dict:
+        return a.keys() == b.keys() and all(_equal(a[k], b[k], rule) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_equal(x, y, rule) for x, y in zip(a, b, strict=True))
+    return a is None and b is None
+
+
+def _norm(text: str, rule: ArgumentRule) -> str:
+    if rule.unicode_form is not None:
+        text = unicodedata.normalize(rule.unicode_form, text)
+    if rule.whitespace == "strip":
+        text = text.strip()
+    elif rule.whitespace == "collapse":
+        text = _WHITESPACE.sub(" ", text).strip()
+    if not rule.case_sensitive:
+        text = text.casefold()
+    return text
