@@ -1,11 +1,14 @@
 """judge's comparison core, and which copy of it runs.
 
 The build compiles these modules with mypyc where it can (`hatch_build.py`: a C compiler and
-mypy at build time), for `pip install` and `pip install -e` alike, and records a hash of each
-source beside them (`_core.json`). The compiled copy runs only while it was built from the
-sources beside it: once one of them is edited (an editable install, a `git pull`), every one
-is read from its source again, all of them at once, since compiled modules call each other
-directly. `JUDGE_CORE=source` reads the sources whatever the build did.
+mypy at build time), for `pip install` and `pip install -e` alike. Its extensions are stored
+under names no importer loads (`_plain.cpython-311-x86_64-linux-gnu.so.core`, and mypyc's
+shared library, beside them in this package), with a manifest (`_core.json`) of the sources they
+were built from. Only `choose()`, called by `judge/__init__`, loads them, and only while every
+source still has the recorded hash and every file is there for this interpreter: all of them
+or none, since compiled modules call each other directly. Otherwise (an edited source in an
+editable install, an older commit checked out, a pure build, `JUDGE_CORE=source`) the sources
+are imported as usual, and the compiled files are inert.
 
 Standard library only: the build hook loads this file by path, before anything is installed.
 """
@@ -27,18 +30,22 @@ if TYPE_CHECKING:
 
 MODULES = (
     "judge.cases._json",
-    "judge.checks._kinds",
     "judge.checks._values",
     "judge.checks._arguments",
     "judge.checks._structure",
     "judge.checks._plain",
     "judge.checks._summary",
 )
-"""What the build compiles: the hot path of `judge check` (no msgspec or pydantic classes,
-which mypyc cannot compile, and nothing another module subclasses or patches)."""
+"""What the build compiles: the hot path of `judge check`. Not msgspec or pydantic classes
+(compiled, msgspec's structs decode 3x slower), nor what users pickle, copy or subclass (a
+compiled frozen dataclass can do none of it: `ArgumentRule` is in `checks/_rules.py`), nor
+what the published schemas read docstrings from (`FailureKind`: mypyc drops them)."""
 GROUP = "judge_core"
-"""mypyc's shared library for them: `judge_core__mypyc` beside the `judge` package."""
+"""mypyc's shared library for them is the module `judge_core__mypyc`."""
 MANIFEST = "_core.json"
+"""`{"sources": {module: sha256}, "files": {module: path in the package}}`."""
+INERT = ".core"
+"""Appended to each compiled file's own name, so that only `choose()` loads it."""
 PACKAGE = Path(__file__).resolve().parent
 
 State = Literal["compiled", "source", "stale", "forced"]
@@ -54,20 +61,40 @@ def source_hashes(package: Path = PACKAGE) -> dict[str, str]:
     return {m: hashlib.sha256(source_of(m, package).read_bytes()).hexdigest() for m in MODULES}
 
 
+def _manifest(package: Path) -> dict[str, dict[str, str]] | None:
+    try:
+        found = json.loads((package / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(found, dict) or not all(
+        isinstance(found.get(key), dict) for key in ("sources", "files")
+    ):
+        return None
+    return found
+
+
+def _usable(files: dict[str, str], package: Path) -> bool:
+    """Every module and the shared library, built for this interpreter, present."""
+    names = {*MODULES, f"{GROUP}__mypyc"}
+    if set(files) != names:
+        return False
+    suffixes = tuple(suffix + INERT for suffix in EXTENSION_SUFFIXES)
+    return all(
+        isinstance(p, str) and p.endswith(suffixes) and (package / p).is_file()
+        for p in files.values()
+    )
+
+
 def state(package: Path = PACKAGE) -> State:
     """`compiled`: a build compiled the core from these very sources, for this interpreter;
-    `stale`: from sources that have changed since; `source`: nothing was compiled (or not for
-    this interpreter); `forced`: JUDGE_CORE=source."""
+    `stale`: from sources changed since; `source`: nothing was compiled (or not for this
+    interpreter, or not whole); `forced`: JUDGE_CORE=source."""
     if os.environ.get("JUDGE_CORE") == "source":
         return "forced"
-    try:
-        built = json.loads((package / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    built = _manifest(package)
+    if built is None or not _usable(built["files"], package):
         return "source"
-    suffix = EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. `.cpython-311-x86_64-linux-gnu.so`
-    if not all(source_of(m, package).with_suffix(suffix).is_file() for m in MODULES):
-        return "source"
-    return "compiled" if built == source_hashes(package) else "stale"
+    return "compiled" if built["sources"] == source_hashes(package) else "stale"
 
 
 def describe(package: Path = PACKAGE) -> str:
@@ -80,27 +107,32 @@ def describe(package: Path = PACKAGE) -> str:
     }[state(package)]
 
 
-class _FromSource:
-    """Finds the core's modules as their `.py` sources, ahead of the compiled copies (a meta
-    path finder; `importlib.abc` itself costs 15 ms to import)."""
+class _Compiled:
+    """Finds the core's modules as their compiled files (a meta path finder; `importlib.abc`
+    itself costs 15 ms to import)."""
 
-    def __init__(self, package: Path) -> None:
-        self.package = package
+    def __init__(self, files: dict[str, Path]) -> None:
+        self.files = files
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname not in MODULES:
+        found = self.files.get(fullname)
+        if found is None:
             return None
+        from importlib.machinery import ExtensionFileLoader
         from importlib.util import spec_from_file_location
 
-        return spec_from_file_location(fullname, source_of(fullname, self.package))
+        loader = ExtensionFileLoader(fullname, str(found))
+        return spec_from_file_location(fullname, found, loader=loader)
 
 
 def choose(package: Path = PACKAGE) -> State:
-    """Make the core's modules load from source unless the compiled copy is current; called by
-    `judge/__init__` before any of them is imported."""
+    """Load the core's modules from their compiled files where the build's are current; else
+    leave them to the usual import of their sources."""
     found = state(package)
-    if found != "compiled" and not any(isinstance(f, _FromSource) for f in sys.meta_path):
-        sys.meta_path.insert(0, _FromSource(package))
+    built = _manifest(package) if found == "compiled" else None
+    if built is not None and not any(isinstance(f, _Compiled) for f in sys.meta_path):
+        files = {name: package / p for name, p in built["files"].items()}
+        sys.meta_path.insert(0, _Compiled(files))
     return found
