@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -295,3 +299,47 @@ def test_an_argument_rule_pickles_copies_and_subclasses() -> None:
     assert rule.matches(3, 3.9) and not rule.matches(3, 4.5)  # an integer tolerance
     rules: Rules = {"*": {"city": rule}}
     assert pickle.loads(pickle.dumps(rules)) == rules
+
+
+def deep_case(case_id: str, depth: int, leaf: str, expected_leaf: str) -> dict[str, Any]:
+    def nest(value: Any) -> Any:
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    return case(
+        [call("f", json.dumps({"a": nest(leaf)}))],
+        expected=[{"name": "f", "arguments": {"a": nest(expected_leaf)}}],
+        tools=[tool("f", {"type": "object"})],
+        id=case_id,
+    )
+
+
+@pytest.mark.parametrize("core", ["as built", "source"])
+def test_values_nested_as_deep_as_json_goes_are_graded_and_never_stop_the_batch(
+    tmp_path: Path, core: str
+) -> None:
+    """Arguments nested 900 deep (msgspec reads up to about 990): compared without recursion,
+    by either core, with or without a rule; the batch goes on."""
+    path = tmp_path / "deep.jsonl"
+    lines = [deep_case("same", 900, "x", "x"), deep_case("other", 900, "x", "y"),
+             deep_case("after", 2, "x", "x")]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    env = {k: v for k, v in os.environ.items() if k != "JUDGE_CORE"}
+    if core == "source":
+        env["JUDGE_CORE"] = "source"
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "judge", "check", str(path), "-o", str(out)],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr  # the whole batch is graded
+    passed = [json.loads(line)["passed"] for line in out.read_text().splitlines()]
+    assert passed == [True, False, True]
+    api = (
+        "import sys; from judge import check, ArgumentRule\n"
+        "rules = {'*': {'*': ArgumentRule(case_sensitive=False)}}\n"
+        "print([r.passed for r in check(sys.argv[1], rules=rules)])"
+    )
+    proc = subprocess.run([sys.executable, "-c", api, str(path)], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "[True, False, True]"

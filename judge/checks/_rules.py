@@ -54,25 +54,35 @@ class ArgumentRule:
 Rules = Mapping[str, Mapping[str, ArgumentRule]]
 
 
-def _equal(a: Any, b: Any, rule: ArgumentRule) -> bool:
+def _equal(actual: Any, expected: Any, rule: ArgumentRule) -> bool:
     """`json_equal` loosened by the rule's options (plain JSON equality, without them, is the
-    compiled core's `json_equal`)."""
-    ta, tb = type(a), type(b)
-    if ta is str and tb is str:
-        return _norm(a, rule) == _norm(b, rule)
-    if ta is bool or tb is bool:
-        return ta is tb and a == b
-    if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
-        if not rule.int_float_equal and ta is not tb:
+    compiled core's `json_equal`); iterative, as it is."""
+    pending = [(actual, expected)]
+    while pending:
+        a, b = pending.pop()
+        ta, tb = type(a), type(b)
+        if ta is str and tb is str:
+            same = _norm(a, rule) == _norm(b, rule)
+        elif ta is bool or tb is bool:
+            same = ta is tb and a == b
+        elif isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
+            if not rule.int_float_equal and ta is not tb:
+                same = False
+            elif rule.abs_tol or rule.rel_tol:
+                same = math.isclose(a, b, rel_tol=rule.rel_tol, abs_tol=rule.abs_tol)
+            else:
+                same = bool(a == b)
+        elif ta is dict and tb is dict:
+            same = a.keys() == b.keys()
+            pending.extend([(a[k], b[k]) for k in a] if same else ())
+        elif isinstance(a, list | tuple) and isinstance(b, list | tuple):
+            same = len(a) == len(b)
+            pending.extend(zip(a, b, strict=True) if same else ())
+        else:
+            same = a is None and b is None
+        if not same:
             return False
-        if rule.abs_tol or rule.rel_tol:
-            return math.isclose(a, b, rel_tol=rule.rel_tol, abs_tol=rule.abs_tol)
-        return bool(a == b)
-    if ta is dict and tb is dict:
-        return a.keys() == b.keys() and all(_equal(a[k], b[k], rule) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_equal(x, y, rule) for x, y in zip(a, b, strict=True))
-    return a is None and b is None
+    return True
 
 
 def _norm(text: str, rule: ArgumentRule) -> str:

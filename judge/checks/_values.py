@@ -29,20 +29,29 @@ def rule_for(rules: Rules | None, tool: str, argument: str) -> ArgumentRule | No
 
 
 def json_equal(actual: Any, expected: Any) -> bool:
-    """JSON equality: numbers by value (`1 == 1.0`), booleans only with booleans."""
-    ta, tb = type(actual), type(expected)
-    if ta is str and tb is str:
-        return bool(actual == expected)
-    if ta is bool or tb is bool:
-        return ta is tb and actual == expected
-    if isinstance(actual, _NUMBER) and isinstance(expected, _NUMBER):
-        return bool(actual == expected)
-    if ta is dict and tb is dict:
-        return actual.keys() == expected.keys() and all(
-            json_equal(actual[k], expected[k]) for k in actual
-        )
-    if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
-        return len(actual) == len(expected) and all(
-            json_equal(x, y) for x, y in zip(actual, expected, strict=True)
-        )
-    return actual is None and expected is None
+    """JSON equality: numbers by value (`1 == 1.0`), booleans only with booleans. Iterative:
+    values nested as deep as a JSON parser goes compare without recursion."""
+    pending = [(actual, expected)]
+    while pending:
+        a, b = pending.pop()
+        ta, tb = type(a), type(b)
+        if ta is str and tb is str:
+            if a != b:
+                return False
+        elif ta is bool or tb is bool:
+            if ta is not tb or a != b:
+                return False
+        elif isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
+            if a != b:
+                return False
+        elif ta is dict and tb is dict:
+            if a.keys() != b.keys():
+                return False
+            pending.extend([(a[k], b[k]) for k in a])
+        elif isinstance(a, list | tuple) and isinstance(b, list | tuple):
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b, strict=True))
+        elif a is not None or b is not None:
+            return False
+    return True
