@@ -89,22 +89,33 @@ def state(package: Path = PACKAGE) -> State:
     """`compiled`: a build compiled the core from these very sources, for this interpreter;
     `stale`: from sources changed since; `source`: nothing was compiled (or not for this
     interpreter, or not whole); `forced`: JUDGE_CORE=source."""
+    return _read(package)[0]
+
+
+def _read(package: Path) -> tuple[State, dict[str, dict[str, str]] | None]:
+    """The state, and the manifest where it is `compiled`."""
     if os.environ.get("JUDGE_CORE") == "source":
-        return "forced"
+        return "forced", None
     built = _manifest(package)
     if built is None or not _usable(built["files"], package):
-        return "source"
-    return "compiled" if built["sources"] == source_hashes(package) else "stale"
+        return "source", None
+    return ("compiled", built) if built["sources"] == source_hashes(package) else ("stale", None)
+
+
+_chosen: State | None = None
+"""What `choose()` found for this package, as the process imported it."""
 
 
 def describe(package: Path = PACKAGE) -> str:
-    """The core's state in words, for `judge --version` and the benchmark."""
+    """The core's state in words, for `judge --version` and the benchmark: for this package,
+    what `choose()` found (the sources are not hashed again)."""
+    found = _chosen if package == PACKAGE and _chosen is not None else state(package)
     return {
         "compiled": "compiled with mypyc",
         "source": "Python source, not compiled at install",
         "stale": "Python source: the compiled copy is older than the sources, reinstall",
         "forced": "Python source, as JUDGE_CORE=source asks",
-    }[state(package)]
+    }[found]
 
 
 class _Compiled:
@@ -130,9 +141,11 @@ class _Compiled:
 def choose(package: Path = PACKAGE) -> State:
     """Load the core's modules from their compiled files where the build's are current; else
     leave them to the usual import of their sources."""
-    found = state(package)
-    built = _manifest(package) if found == "compiled" else None
+    global _chosen
+    found, built = _read(package)
     if built is not None and not any(isinstance(f, _Compiled) for f in sys.meta_path):
         files = {name: package / p for name, p in built["files"].items()}
         sys.meta_path.insert(0, _Compiled(files))
+    if package == PACKAGE:
+        _chosen = found
     return found

@@ -18,7 +18,7 @@ import pytest
 
 from tests.chat_server import Reply, answer
 from tests.helpers import PROVIDER_KEYS, WEATHER, call, tool
-from tests.service_process import free_port, wait_until_healthy
+from tests.service_process import free_port, stop, wait_until_healthy
 
 CITIES = (
     "Paris", "Oslo", "Lima", "Rome", "Cairo", "Quito", "Tokyo",
@@ -150,13 +150,7 @@ def review_process(*args: str, token: str | None = None) -> Iterator[Reviewing]:
         wait_until_healthy(running.url, process, log.read_text, "judge review")
         yield running
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(process)
 
 
 def file_labels(path: Path) -> dict[str, dict[str, Any]]:

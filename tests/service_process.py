@@ -60,12 +60,19 @@ def judge_service(*args: str, token: str | None = None, timeout: float = 60.0) -
             _wait_until_healthy(service, timeout)
             yield service
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a server process (killed after 15 s) and reap it."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _wait_until_healthy(service: Service, timeout: float) -> None:

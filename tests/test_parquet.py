@@ -119,6 +119,20 @@ def test_parquet_from_elsewhere_nested_columns_and_a_bad_row(tmp_path: Path) -> 
     pq.write_table(pa.Table.from_pylist([{"id": "x", "messages": "[1, "}]), path)
     loaded = load_cases(path)
     assert not list(loaded) and "theirs.parquet:1" in str(loaded.errors[0])
+    # A bad row stands alone: the rows after it are read, and `judge check` grades them.
+    rows = [{"id": "x", "messages": "[1, "}, {"id": "good", "messages": json.dumps(
+        good["messages"]), "tools": json.dumps(good["tools"]), "response": json.dumps(
+        good["response"])}, {"id": "again", "messages": "[]"}]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    loaded = load_cases(path)
+    assert [c.id for c in loaded] == ["good", "again"]
+    assert len(loaded.errors) == 1 and "theirs.parquet:1" in str(loaded.errors[0])
+    out = tmp_path / "checked.jsonl"
+    subprocess.run([sys.executable, "-m", "judge", "check", str(path), "-o", str(out)],
+                   capture_output=True, check=True)  # fmt: skip
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()][1:] == [
+        "good", "again"
+    ]
 
 
 def test_judge_import_writes_parquet(tmp_path: Path) -> None:

@@ -400,7 +400,7 @@ def test_judge_review_refuses_a_public_address_without_a_token(tmp_path: Path) -
     assert b"not a loopback address: set JUDGE_SERVICE_TOKEN" in refused.stderr
 
 
-def test_a_killed_server_leaves_valid_json_lines_with_every_acknowledged_label(
+def test_every_acknowledged_label_is_in_the_file_when_the_server_is_killed(
     judged: tuple[ChatServer, Path, Path], tmp_path: Path
 ) -> None:
     server, _, _ = judged
@@ -412,17 +412,19 @@ def test_a_killed_server_leaves_valid_json_lines_with_every_acknowledged_label(
             assert reply.status_code == 200
         os.kill(running.process.pid, signal.SIGKILL)
         running.process.wait()
-    labels = file_labels(sample)  # every line still valid JSON, both answers kept
+    labels = file_labels(sample)  # written before the reply, not after it
     assert labels["w09-perth"]["selection"] == "correct"
     assert labels["w10-sofia"]["selection"] == "incorrect"
     assert not list(tmp_path.glob("*.partial"))
 
 
-def _write_labels(path: str, ids: list[str], reviewer: str) -> None:
+def _write_labels(path: str, ids: list[str], reviewer: str, start: Any) -> None:
     from judge.calibrate._labels import LabelFile
 
-    for case_id in ids:
-        LabelFile(path).write(case_id, {"selection": "correct"}, reviewer=reviewer)
+    start.wait()  # all three write at the same moment
+    for value in ("incorrect", "correct"):
+        for case_id in ids:
+            LabelFile(path).write(case_id, {"selection": value}, reviewer=reviewer)
 
 
 def test_processes_writing_one_file_at_once_lose_no_label(
@@ -433,8 +435,9 @@ def test_processes_writing_one_file_at_once_lose_no_label(
     sample, _ = copy(judged, tmp_path)
     ids = [c["id"] for c in map(json.loads, sample.read_text().splitlines())]
     context = multiprocessing.get_context("spawn")
+    start = context.Barrier(3)
     workers = [
-        context.Process(target=_write_labels, args=(str(sample), ids[i::3], f"r{i}"))
+        context.Process(target=_write_labels, args=(str(sample), ids[i::3], f"r{i}", start))
         for i in range(3)
     ]
     for worker in workers:
@@ -444,6 +447,28 @@ def test_processes_writing_one_file_at_once_lose_no_label(
     labels = file_labels(sample)
     assert all(labels[i]["selection"] == "correct" for i in ids)
     assert {labels[i]["reviewer"] for i in ids} == {"r0", "r1", "r2"}
+
+
+def test_labels_import_takes_its_turn_with_the_other_writers(
+    judged: tuple[ChatServer, Path, Path], tmp_path: Path
+) -> None:
+    """`judge labels import` rewrites the sample under the same lock as a review's writes."""
+    from judge.calibrate._labels import LabelFile
+
+    sample, _ = copy(judged, tmp_path)
+    exported = tmp_path / "labels.csv"
+    subprocess.run([sys.executable, "-m", "judge", "labels", "export", str(sample), "-o",
+                    str(exported)], check=True, capture_output=True)  # fmt: skip
+    held = LabelFile(sample)
+    with held._locked():
+        importing = subprocess.Popen(
+            [sys.executable, "-m", "judge", "labels", "import", str(sample), str(exported)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        with pytest.raises(subprocess.TimeoutExpired):
+            importing.wait(timeout=3)  # waiting for the lock
+    said, _ = importing.communicate(timeout=60)
+    assert importing.returncode == 0, said
 
 
 def test_a_new_label_never_keeps_the_last_reviewers_name(

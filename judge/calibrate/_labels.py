@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -141,6 +141,18 @@ class LabelFile:
                 )
             seen[case.id] = number
         return [loads(line) for line in raw], cases
+
+    def rewrite(
+        self,
+        change: Callable[[list[bytes], list[Case]], list[bytes]],
+        to: str | Path | None = None,
+    ) -> None:
+        """Replace the file's lines (or write them `to` another file) with `change(lines,
+        cases)`, taking turns with every other writer as `write` does (`judge labels
+        import`)."""
+        with self._locked():
+            raw, cases = read_lines(str(self.path))
+            write_rows(to or self.path, change(raw, cases))
 
     def write(
         self,

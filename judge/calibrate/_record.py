@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,8 +25,10 @@ from judge.cases._case import Case
 from judge.cases._json import dumps
 from judge.checks._result import CaseResult
 from judge.judging._cache import cache_key
-from judge.judging._grade import Judge
 from judge.judging._rubric import Combine
+
+if TYPE_CHECKING:
+    from judge.judging._grade import Judge
 
 Dimension = Literal["selection", "arguments", "answer"]
 DIMENSIONS: tuple[Dimension, ...] = ("selection", "arguments")

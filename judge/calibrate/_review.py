@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._labels import (
+    NOTE_KEY,
     LabelFile,
     LabelState,
     Written,
@@ -21,6 +22,7 @@ from judge.calibrate._labels import (
     note_of,
     revision,
     shown_labels,
+    write_rows,
 )
 from judge.calibrate._record import (
     CalibrationRecord,
@@ -189,7 +191,7 @@ class Review:
             "state": [state],
         }
         for key, value in case.meta.items():
-            if isinstance(value, str | int | float | bool) and key != "label_note":
+            if isinstance(value, str | int | float | bool) and key != NOTE_KEY:
                 found[f"meta.{key}"] = [str(value)]
         return found
 
@@ -273,7 +275,7 @@ class Review:
             else [c.model_dump(mode="json", exclude_defaults=True) for c in case.expected_calls],
             "expected_behavior": case.expected_behavior,
             "expected_answer": case.expected_answer,
-            "meta": {k: v for k, v in case.meta.items() if k != "label_note"},
+            "meta": {k: v for k, v in case.meta.items() if k != NOTE_KEY},
             "judge": None
             if result is None or result.judge is None
             else result.judge.model_dump(mode="json", exclude={"raw"}),
@@ -360,9 +362,7 @@ class Review:
         judge = self._bound_judge(cases, results)
         record = self._record(cases, results, judge)
         rows = disagreements(cases, results)
-        write_atomically(
-            record.disagreements, b"".join(dumps(r) + b"\n" for r in rows), durable=True
-        )
+        write_rows(record.disagreements, [dumps(r) for r in rows])
         write_atomically(
             self.record_path, (record.model_dump_json(indent=2) + "\n").encode(), durable=True
         )

@@ -33,20 +33,23 @@ def iter_rows(path: str | PathLike[str]) -> Iterator[dict[str, Any]]:
     """Each row of a Parquet file as the JSON object it stands for (nulls left out, as a case
     reads them); an unreadable file raises `InputError` at once, a row that
     cannot be decoded when it is reached."""
+    encoded, raw = _raw_rows(path)
+    return (decoded_row(row, encoded) for row in raw)
+
+
+def _raw_rows(path: str | PathLike[str]) -> tuple[set[str] | None, Iterator[dict[str, Any]]]:
+    """The columns of JSON text, and each row as Arrow gives it; `InputError` at once for a
+    file that cannot be read."""
     import pyarrow.parquet as pq
 
     try:
         handle = pq.ParquetFile(str(path))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not a readable Parquet file: {exc}") from None
-    encoded = json_columns(handle.schema_arrow.metadata)
-
-    def rows() -> Iterator[dict[str, Any]]:
-        for batch in handle.iter_batches(batch_size=_ROWS):
-            for row in batch.to_pylist():
-                yield decoded_row(row, encoded)
-
-    return rows()
+    rows = (
+        row for batch in handle.iter_batches(batch_size=_ROWS) for row in batch.to_pylist()
+    )
+    return json_columns(handle.schema_arrow.metadata), rows
 
 
 def json_columns(metadata: dict[bytes, bytes] | None) -> set[str] | None:
@@ -93,17 +96,14 @@ def as_json_lines(path: str | PathLike[str]) -> BinaryIO:
     on its own line number."""
     import tempfile
 
-    rows = iter_rows(path)
+    encoded, rows = _raw_rows(path)
     spool = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
-    while True:
+    for row in rows:  # a row that cannot be decoded stands alone: the rows after it are read
         try:
-            row = next(rows)
-        except StopIteration:
-            break
+            line = dumps(decoded_row(row, encoded))
         except InputError as exc:
-            spool.write(dumps(f"unreadable row: {exc}") + b"\n")
-            continue
-        spool.write(dumps(row) + b"\n")
+            line = dumps(f"unreadable row: {exc}")
+        spool.write(line + b"\n")
     spool.seek(0)
     return cast(BinaryIO, spool)
 

@@ -2,15 +2,15 @@
 
 Plain JSON equality by default: `1 == 1.0`, a boolean never equals a number, strings exactly
 (no case folding, trimming or Unicode normalisation), objects by key set, arrays in order.
-An `ArgumentRule` loosens this for one argument of one tool (or of every tool).
+An `ArgumentRule` (`_rules`, with the comparison it makes) loosens it for one argument of one
+tool, or of every tool.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from judge.checks._rules import ArgumentRule as ArgumentRule  # (its old home: re-exported)
-from judge.checks._rules import Rules as Rules
+from judge.checks._rules import ArgumentRule, Rules
 
 _NUMBER = (int, float)
 

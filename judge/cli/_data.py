@@ -14,7 +14,6 @@ from judge._errors import InputError, JudgeError
 from judge.calibrate._record import CalibrationRecord, build_record, dimensions_of, write_jsonl
 from judge.calibrate._record import disagreements as find_disagreements
 from judge.calibrate._report import render_report
-from judge.cases._files import write_atomically
 from judge.cases._json import dumps
 from judge.cases._loading import load_cases
 from judge.checks._result import CaseResult
@@ -362,15 +361,14 @@ def labels_export(sample: str, output: str) -> None:
 )
 def labels_import(sample: str, csv_file: str, output: str | None) -> None:
     """Copy the labels filled in CSV_FILE into the cases of SAMPLE (matched by id)."""
-    from judge.calibrate._sample import import_csv, read_lines
+    from judge.calibrate._labels import LabelFile
+    from judge.calibrate._sample import import_csv
 
-    try:
-        raw, loaded = read_lines(sample)
-        lines = import_csv(csv_file, raw, loaded)
+    try:  # under the sample's lock: a `judge review` serving it loses no label
+        LabelFile(sample).rewrite(lambda raw, cases: import_csv(csv_file, raw, cases), output)
     except JudgeError as exc:
         click.echo(f"judge labels import: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    write_atomically(output or sample, b"".join(line + b"\n" for line in lines))
     click.echo(f"labels of {csv_file} -> {output or sample}")
 
 

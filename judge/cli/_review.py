@@ -119,11 +119,11 @@ def review_command(
             record=record,
             reviewer=reviewer,
         )
+        _, cases = review.read()
+        review.agreement()  # the statistics libraries load now, not at the first label
     except (InputError, JudgeError, ValueError) as exc:
         click.echo(f"judge review: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    _, cases = review.read()
-    review.agreement()  # the statistics libraries load now, not at the first label
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     judged = sum(1 for c in cases if c.id in review.results)
@@ -134,7 +134,7 @@ def review_command(
         + (f"#token=<{TOKEN_ENV}>" if token else ""),
         err=True,
     )
-    app = create_review_app(review, token=token, loopback=is_loopback(host))
+    app = create_review_app(review, token=token)
     if open_browser:
         import threading
         import webbrowser

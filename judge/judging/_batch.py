@@ -33,7 +33,6 @@ from judge.judging._grade import Asked, Judge
 class Prepared:
     """The batches' replies are in the cache: what grading needs to know about them."""
 
-    asked: dict[str, Asked]
     by_case: dict[str, list[str]]
     state: BatchState
     retry: Retry = "online"
@@ -104,7 +103,7 @@ async def grade_batches(
     cached = [k for k, a in asked.items() if a.cached]
     requests = {k: a.body for k, a in asked.items()}
     state = await run.run(requests, acceptor(judge, asked), cached)
-    return Prepared(asked, by_case, state, options.retry, run.submitted)
+    return Prepared(by_case, state, options.retry, run.submitted)
 
 
 async def write_input(judge: Judge, cases: Iterable[Case], path: str | Path) -> tuple[int, int]:
@@ -124,4 +123,4 @@ async def read_results(
     found = await read_output(Path(path).read_bytes(), asked, acceptor(judge, asked), name, name)
     state = BatchState(answered=dict.fromkeys(found.kept, name), failed=found.failed)
     missing = sum(1 for k, a in asked.items() if not a.cached and k not in found.kept)
-    return Prepared(asked, by_case, state, retry), missing
+    return Prepared(by_case, state, retry), missing

@@ -765,7 +765,7 @@ class Judge:
                     key = self._answer_key(rubric, ask)
                     body = self._answer_body(model, ask)
                     cached = await self.is_answered(rubric, ask)
-                    found.append(Asked(key, body, None, question, rubric, cached, case.id, ask))
+                    found.append(Asked(key, body, None, question, rubric, cached, ask))
                 continue
             for sample in range(self.samples):
                 key = self._key(question, sample, self._mode, self._logprobs)
@@ -774,8 +774,7 @@ class Judge:
                 )
                 cached = await self.is_cached(question, sample)
                 found.append(
-                    Asked(key, body, self._mode, question, rubric, cached, case.id,
-                          logprobs=self._logprobs)
+                    Asked(key, body, self._mode, question, rubric, cached, logprobs=self._logprobs)
                 )  # fmt: skip
         return found
 
@@ -791,7 +790,6 @@ class Asked:
     question: Question
     rubric: Rubric
     cached: bool
-    case_id: str
     ask: Ask | None = None
     logprobs: int | None = None
 

@@ -50,10 +50,10 @@ class LabelBody(BaseModel):
 
 
 def create_review_app(
-    review: Review, *, token: str | None = None, loopback: bool = True
+    review: Review, *, token: str | None = None
 ) -> FastAPI:
-    """The review app over `review`. `token` guards the API; `loopback` (no token) answers
-    only requests addressed to a loopback name."""
+    """The review app over `review`. `token` guards the API; without one, only requests
+    addressed to a loopback name are answered."""
     app = FastAPI(
         title="judge review",
         version=version("tool-call-judge"),
@@ -63,7 +63,7 @@ def create_review_app(
     )
     if token:
         app.add_middleware(BearerAuth, token=token, guarded_prefix="/api/")
-    elif loopback:
+    else:
         app.add_middleware(LoopbackOnly)
 
     @app.get("/", include_in_schema=False)
