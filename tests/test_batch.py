@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.batch_server import BatchServer, offline_output
-from tests.chat_server import Reply, completion
+from tests.chat_server import Reply, completion, serving
 from tests.review_helpers import clean_env
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
@@ -459,3 +459,23 @@ def test_polling_rides_out_a_provider_answering_503(server: BatchServer, tmp_pat
     assert run.returncode in (0, 1), run.stderr
     assert server.unavailable == 0 and server.batch_creations == 1
     assert all(r["judge"]["status"] != "judge_error" for r in rows(output))
+
+
+def test_judge_run_batch_keeps_every_paid_reply_when_the_judge_refuses(
+    candidates: BatchServer, tmp_path: Path
+) -> None:
+    """A judge that stops paying (402) while a batch's replies are read back: every reply is
+    still recorded, once, without its verdicts, and the refusal is reported."""
+    output = tmp_path / "runs.jsonl"
+    with serving(lambda body: Reply(status=402, body={"error": {"message": "no credit"}})) as judge:
+        refused = subprocess.run(
+            run_models(candidates, output, "--batch", "--batch-poll", "0.05", "--judge",
+                       "--judge-base-url", judge.url, "--judge-model", "m"),
+            capture_output=True, text=True, env=clean_env(), timeout=300,
+        )  # fmt: skip
+    assert refused.returncode != 0 and "402" in refused.stderr, refused.stderr
+    records = rows(output)
+    assert len(records) == 18  # none lost, none twice
+    assert len({(r["model"], r["case_id"], r["run"]) for r in records}) == 18
+    assert all(r.get("batch") == "batch_1" and r.get("judge") is None for r in records)
+    assert candidates.batch_creations == 1

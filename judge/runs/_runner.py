@@ -296,11 +296,18 @@ class Runner:
         jobs = {job_key(*job): job for job in plan.ask}
         requests = {key: request_body(*job, self.agreed) for key, job in jobs.items()}
 
+        refused: list[JudgeEndpointError] = []
+
         async def accept(key: str, body: dict[str, Any], origin: str) -> str | None:
             model, case, run = jobs[key]
             spent = self._spent(model, body, None, 1, discount=discount)
             record = self._record(model, case, run, body, spent, batch=origin)
-            on_record(await self.grader.grade(record, case))
+            try:
+                record = await self.grader.grade(record, case)
+            except Unjudged as stop:  # the paid reply is kept, as `pool` keeps it; raised after
+                refused.append(stop.cause)
+                record = stop.record
+            on_record(record)
             return None
 
         batches = BatchRun(self._endpoint, state_path, options, on_progress)
@@ -317,6 +324,8 @@ class Runner:
         left = [
             job for key, job in jobs.items() if key not in state.answered and key not in given_up
         ]
+        if refused:
+            raise refused[0]
         await pool(left, lambda job: self._ask(*job), on_record, self._concurrency)
         return state
 
