@@ -110,3 +110,28 @@ def test_numbers_of_an_answer_that_nothing_before_it_holds() -> None:
     # 1,240.55 is 1240.55, 9 is 09, 2 is in the date; only 148 appears nowhere before
     assert unsupported_numbers(case) == ("148",)
     assert failed_tool_results(case) == 2
+
+
+def test_the_word_margin_of_the_called_tool_over_the_closest_other() -> None:
+    from judge.checks._grounding import word_margin
+
+    tools = [
+        {"type": "function", "function": {"name": "get_weather", "description": "Forecast"}},
+        {"type": "function", "function": {"name": "bookFlight", "description": "Book seats"}},
+        {"type": "function", "function": {"name": "cancel_flight"}},
+    ]
+    said = [{"role": "user", "content": "Please book 2 seats on the flight to Paris"}]
+
+    def margin(*names: str) -> int:
+        [loaded] = load_cases([case([call(n, {}) for n in names], tools=tools, messages=said)])
+        return word_margin(loaded)
+
+    # book, seats, flight: 3 words against cancel_flight's 1 (stop words and case left out)
+    assert margin("bookFlight") == 2
+    assert margin("cancel_flight") == -2
+    assert margin("get_weather") == -3
+    assert margin("bookFlight", "get_weather") == -3  # the least over the calls
+    assert margin() == 0
+    loud = [{"role": "user", "content": "book book flights seats seat booking now"}]
+    [loaded] = load_cases([case([call("bookFlight", {})], tools=tools, messages=loud)])
+    assert word_margin(loaded) == 2  # stems: booking is book, flights is flight

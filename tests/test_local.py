@@ -117,7 +117,7 @@ def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
         assert judged.provenance.endpoint == "embedded"
     first = results[0].judge  # type: ignore[attr-defined]
     assert [a.call for a in first.arguments] == [0]
-    from judge.judging._rubric import load_rubrics
+    from judge.judging._rubric import CODE_FEATURES, load_rubrics
     from judge.judging._scored import probability
 
     quick = load_rubrics(kind="quick")
@@ -128,7 +128,7 @@ def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
         assert judged.provenance.rubrics[0].name == "selection-quick"
         features = judged.selection.features
         asked = {q.id for q in quick.selection.questions if q.when in ("always", branch)}
-        assert set(features) - {"ungrounded", "unused"} == asked
+        assert set(features) - CODE_FEATURES == asked
         assert all(0 < features[name] < 1 for name in asked)
         p = probability(quick.selection.combine[branch], features)
         assert judged.selection.verdict == ("correct" if p >= 0.5 else "incorrect")

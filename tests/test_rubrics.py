@@ -224,3 +224,39 @@ def test_rubric_show_of_an_unknown_rubric_exits_2(tmp_path: Path) -> None:
     )
     assert shown.exit_code == 2
     assert "no rubric named 'tone'" in shown.stderr
+
+
+def test_the_quick_rubric_prints_boilerplate_once_and_keeps_the_last_turn_whole() -> None:
+    opening = "This tool belongs to the trading system, which lets users trade stocks. "
+    tools = [
+        {"type": "function", "function": {"name": n, "description": opening + d}}
+        for n, d in (("buy", "Buy a stock."), ("sell", "Sell a stock."), ("quote", "A price."))
+    ] + [{"type": "function", "function": {"name": "help", "description": "Say what to do."}}]
+    old = "an earlier request " + "x" * 500
+    last = "now sell 10 ACME " + "y" * 500
+    messages = [
+        {"role": "user", "content": old},
+        {"role": "assistant", "content": None, "tool_calls": [call("quote", {"s": "z" * 400})]},
+        {"role": "tool", "tool_call_id": "c_quote", "content": "w" * 500},
+        {"role": "user", "content": last},
+    ]
+    text = render("selection", case([call("sell", {})], tools=tools, messages=messages), "quick")
+    assert text.count("trading system") == 1  # printed once, above the tools
+    assert "- sell(): Sell a stock." in text and "- help(): Say what to do." in text
+    assert last in text  # the message being answered is kept whole
+    assert old not in text and "an earlier request" in text  # earlier turns are shortened
+    assert "w" * 201 not in text and "z" * 101 not in text
+
+
+def test_shared_openings_are_whole_words_shared_by_three() -> None:
+    from judge.judging._rubric import shared_openings, without_opening
+
+    a = "The Message API lets users of a workspace talk. Send a message."
+    b = "The Message API lets users of a workspace talk. Search messages."
+    c = "The Message API lets users of a workspace talk. Send a file."
+    [found] = shared_openings([a, b, c, None, "Other."])
+    assert found == "The Message API lets users of a workspace talk. "
+    assert without_opening(b, [found]) == "Search messages."
+    assert without_opening("Other.", [found]) == "Other."
+    assert shared_openings([a, b]) == []  # two tools are not boilerplate
+    assert shared_openings(["Short one", "Short two", "Short six"]) == []  # under 40 characters

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from judge import load_cases
+from judge.checks._grounding import word_margin
 from judge.judging._rubric import RubricError, builtin_rubrics_dir, load_rubric, load_rubrics
 from judge.judging._scored import probability
 from tests.chat_server import Reply, completion, one_token, serving
@@ -16,8 +18,8 @@ from tests.helpers import call, case
 from tests.test_judge import NO_CALL, PARIS, TWO_CALLS, make_judge, run
 
 QUICK = builtin_rubrics_dir("quick")
-ANSWERS = {"right_tool": 0.9, "all_needed": 0.2, "needs_call": 0.7, "should_ask": 0.3, "match": 0.8}
-CODE = {"ungrounded", "unused"}
+ANSWERS = {"right_tool": 0.9, "needs_call": 0.7, "should_ask": 0.3, "match": 0.8}
+CODE = {"ungrounded", "unused", "word_margin"}
 
 
 def by_question(body: dict[str, Any]) -> Reply:
@@ -69,18 +71,23 @@ def test_the_answers_combine_as_the_rubric_says(tmp_path: Path) -> None:
     assert paris.judge is not None and paris.judge.selection is not None
     combine = rubrics.selection.combine["called"]
     assert set(combine.weights) <= set(ANSWERS) | CODE  # nothing is left out of z below
-    # PARIS: no value outside the conversation, none of the user's left out: counts of 0.
-    z = combine.bias + sum(
-        w * logit(ANSWERS[k]) for k, w in combine.weights.items() if k in ANSWERS
-    )
+    # PARIS: no value outside the conversation, none of the user's left out: counts of 0;
+    # get_weather shares "weather" with the request, get_time nothing: a word margin of 1.
+    [loaded] = load_cases([PARIS])
+    margin = word_margin(loaded)
+    assert margin == 1
+    z = sum(w * logit(ANSWERS[k]) for k, w in combine.weights.items() if k in ANSWERS)
+    z += combine.bias + combine.weights.get("word_margin", 0.0) * margin
     p = 1 / (1 + math.exp(-z))
     selection = paris.judge.selection
     assert selection.verdict == ("correct" if p >= combine.threshold else "incorrect")
     assert selection.confidence == pytest.approx(p if selection.verdict == "correct" else 1 - p)
     assert selection.features is not None
     for name, value in selection.features.items():
-        assert value == (0.0 if name in CODE else pytest.approx(ANSWERS[name]))
+        code = margin if name == "word_margin" else 0.0
+        assert value == (code if name in CODE else pytest.approx(ANSWERS[name]))
     assert f"P(correct) = {p:.2f}" in selection.reasoning
+    assert "the called tool shares +1 of the user's words against another" in selection.reasoning
     [argument] = paris.judge.arguments
     combine = rubrics.arguments.combine["called"]
     z = combine.bias + sum(

@@ -163,3 +163,38 @@ def failed_tool_results(case: Case) -> int:
 
 def _value(number: str) -> float:
     return float(number.replace(",", ""))
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_STOP_WORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "for", "from", "get", "i",
+    "in", "is", "it", "me", "my", "of", "on", "or", "please", "set", "that", "the", "this",
+    "to", "with", "would", "you", "your",
+))  # fmt: skip
+_MARGIN = 3
+
+
+def word_margin(case: Case) -> int:
+    """How many more of the words of the user's last message the called tool's name and
+    description share than the closest other tool does (the least over the calls, clipped to
+    -3..3; 0 without calls or a user message). A low margin is evidence of a wrong tool: a
+    call to a tool that fits the request less than another does."""
+    last = next((m for m in reversed(case.messages) if m.get("role") == "user"), None)
+    if last is None or not case.tool_calls:
+        return 0
+    said = _stems(_message_text(last))
+    shared = {t.name: len(said & _stems(f"{t.name} {t.description or ''}")) for t in case.tools}
+    margins = []
+    for call in case.tool_calls:
+        if call.name in shared:
+            others = [n for name, n in shared.items() if name != call.name]
+            margins.append(shared[call.name] - max(others, default=0))
+    return max(-_MARGIN, min(_MARGIN, min(margins))) if margins else 0
+
+
+def _stems(text: str) -> set[str]:
+    """The words of `text` (camelCase and snake_case split, stop words left out), each cut to
+    its first five letters: `booking` and `bookings` are one word."""
+    spaced = _CAMEL.sub(r"\1 \2", text).replace("_", " ").casefold()
+    return {w[:5] for w in _WORD.findall(spaced) if len(w) > 1 and w not in _STOP_WORDS}

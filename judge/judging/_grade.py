@@ -577,7 +577,11 @@ class Judge:
                 rubric, found.get(None, {}), bool(question.calls), fit, dict(question.counts)
             )
         if question.dimension == "selection":
-            counts = {"ungrounded": float(sum(question.ungrounded)), "unused": unused}
+            counts = {
+                "ungrounded": float(sum(question.ungrounded)),
+                "unused": unused,
+                **dict(question.counts),
+            }
             return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
         return [
             argument_verdict(

@@ -12,6 +12,7 @@ from judge.checks._grounding import (
     failed_tool_results,
     unsupported_numbers,
     unused_user_values,
+    word_margin,
 )
 from judge.checks._kinds import FailureKind
 from judge.checks._outcome import (
@@ -106,6 +107,7 @@ def questions_for(
                 tuple(range(len(case.tool_calls))),
                 tuple(ungrounded),
                 unused,
+                (("word_margin", float(word_margin(case))),) if rubric.scored else (),
             )
         )
     derived: list[ArgumentVerdict] = []

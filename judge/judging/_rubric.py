@@ -18,6 +18,7 @@ template prints has `<` and `>` escaped as `\\u003c` / `\\u003e`, and `tojson` d
 from __future__ import annotations
 
 import hashlib
+import os
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -90,11 +91,13 @@ class Combine(BaseModel):
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
 
-CODE_FEATURES = frozenset(("ungrounded", "unused", "unsupported", "tool_errors"))
+CODE_FEATURES = frozenset(("ungrounded", "unused", "word_margin", "unsupported", "tool_errors"))
 """Features a scored rubric may weigh besides its questions: `ungrounded`, the call's values
 found nowhere in the conversation; `unused`, the numbers and quoted phrases of the user's last
-message that no call holds; for answers, `unsupported`, the reply's numbers found nowhere earlier
-in the conversation, and `tool_errors`, the tool results that report an error."""
+message that no call holds; for selection, `word_margin`, how many more of the user's words
+the called tool shares than the closest other tool (`judge.checks._grounding`); for answers,
+`unsupported`, the reply's numbers found nowhere earlier in the conversation, and `tool_errors`,
+the tool results that report an error."""
 
 
 class _Header(BaseModel):
@@ -159,7 +162,36 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def shared_openings(texts: Any, least: int = 40, among: int = 3) -> list[str]:
+    """Openings of at least `least` characters that `among` or more of `texts` begin with,
+    cut after a word, longest first: a tool list's boilerplate, to be printed once."""
+    groups: dict[str, list[str]] = {}
+    for text in texts:
+        if isinstance(text, str) and len(text) > least:
+            groups.setdefault(text[:least], []).append(text)
+    found = []
+    for members in groups.values():
+        if len(members) < among:
+            continue
+        shared = os.path.commonprefix(members)
+        if all(len(t) > len(shared) for t in members):  # cut after a word, not inside one
+            shared = shared[: shared.rfind(" ") + 1]
+        if len(shared.strip()) >= least:
+            found.append(shared)
+    return sorted(found, key=len, reverse=True)
+
+
+def without_opening(text: Any, openings: list[str]) -> Any:
+    """`text` less the first of `openings` it begins with."""
+    for opening in openings:
+        if isinstance(text, str) and text.startswith(opening):
+            return text[len(opening) :]
+    return text
+
+
 _ENV.filters["shorten"] = shorten
+_ENV.filters["shared_openings"] = shared_openings
+_ENV.filters["without_opening"] = without_opening
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,9 @@ def _described(
         said.append(f"{counts['ungrounded']:g} value(s) found nowhere in the conversation")
     if counts.get("unused"):
         said.append(f"{counts['unused']:g} value(s) of the user's in no call")
+    if counts.get("word_margin"):
+        margin = counts["word_margin"]
+        said.append(f"the called tool shares {margin:+g} of the user's words against another")
     if counts.get("unsupported"):
         said.append(f"{counts['unsupported']:g} number(s) of the reply found nowhere before it")
     if counts.get("tool_errors"):
