@@ -87,7 +87,7 @@ def test_the_answers_combine_as_the_rubric_says(tmp_path: Path) -> None:
         code = margin if name == "word_margin" else 0.0
         assert value == (code if name in CODE else pytest.approx(ANSWERS[name]))
     assert f"P(correct) = {p:.2f}" in selection.reasoning
-    assert "the called tool shares +1 of the user's words against another" in selection.reasoning
+    assert "word margin of the called tool over the closest other: +1" in selection.reasoning
     [argument] = paris.judge.arguments
     combine = rubrics.arguments.combine["called"]
     z = combine.bias + sum(

@@ -47,7 +47,8 @@ class Question:
     unused: int = 0
     """A scored question: the user's numbers and quoted phrases that no call holds."""
     counts: tuple[tuple[str, float], ...] = ()
-    """A scored answer question's evidence from code (`unsupported`, `tool_errors`)."""
+    """A scored question's other evidence from code: `word_margin` for selection,
+    `unsupported` and `tool_errors` for answers."""
 
 
 @dataclass(frozen=True)

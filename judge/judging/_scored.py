@@ -107,7 +107,7 @@ def _described(
         said.append(f"{counts['unused']:g} value(s) of the user's in no call")
     if counts.get("word_margin"):
         margin = counts["word_margin"]
-        said.append(f"the called tool shares {margin:+g} of the user's words against another")
+        said.append(f"word margin of the called tool over the closest other: {margin:+g}")
     if counts.get("unsupported"):
         said.append(f"{counts['unsupported']:g} number(s) of the reply found nowhere before it")
     if counts.get("tool_errors"):
