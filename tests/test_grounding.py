@@ -135,3 +135,15 @@ def test_the_word_margin_of_the_called_tool_over_the_closest_other() -> None:
     loud = [{"role": "user", "content": "book book flights seats seat booking now"}]
     [loaded] = load_cases([case([call("bookFlight", {})], tools=tools, messages=loud)])
     assert word_margin(loaded) == 2  # stems: booking is book, flights is flight
+    said = [{"role": "user", "content": "book seats on a flight, then cancel the flight"}]
+    trip = {"name": "book_trip", "description": "Book seats on a flight, then a hotel, then a car"}
+    trip_tool = [{"type": "function", "function": trip}]
+    [loaded] = load_cases([case([call("get_weather", {})], tools=tools + trip_tool, messages=said)])
+    assert word_margin(loaded) == -3  # 0 against book_trip's 4 (book, seats, flight, then)
+    listed_twice = [*tools, {"type": "function", "function": {"name": "bookFlight"}}]
+    for order in (listed_twice, listed_twice[::-1]):  # the better entry counts, in any order
+        [loaded] = load_cases([case([call("bookFlight", {})], tools=order, messages=said)])
+        assert word_margin(loaded) == 1
+    unsaid = [{"role": "system", "content": "book flights"}]
+    [loaded] = load_cases([case([call("bookFlight", {})], tools=tools, messages=unsaid)])
+    assert word_margin(loaded) == 0  # no user message: no evidence

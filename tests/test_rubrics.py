@@ -239,11 +239,13 @@ def test_the_quick_rubric_prints_boilerplate_once_and_keeps_the_last_turn_whole(
         {"role": "assistant", "content": None, "tool_calls": [call("quote", {"s": "z" * 400})]},
         {"role": "tool", "tool_call_id": "c_quote", "content": "w" * 500},
         {"role": "user", "content": last},
+        {"role": "assistant", "content": None, "tool_calls": [call("quote", {"s": "ACME"})]},
+        {"role": "tool", "tool_call_id": "c_quote", "content": "v" * 500},
     ]
     text = render("selection", case([call("sell", {})], tools=tools, messages=messages), "quick")
     assert text.count("trading system") == 1  # printed once, above the tools
     assert "- sell(): Sell a stock." in text and "- help(): Say what to do." in text
-    assert last in text  # the message being answered is kept whole
+    assert last in text and "v" * 500 in text  # the user's last message and what follows it
     assert old not in text and "an earlier request" in text  # earlier turns are shortened
     assert "w" * 201 not in text and "z" * 101 not in text
 
@@ -260,3 +262,7 @@ def test_shared_openings_are_whole_words_shared_by_three() -> None:
     assert without_opening("Other.", [found]) == "Other."
     assert shared_openings([a, b]) == []  # two tools are not boilerplate
     assert shared_openings(["Short one", "Short two", "Short six"]) == []  # under 40 characters
+    # One description is the others' opening: the cut still falls between words.
+    us = "Get the current weather and forecast for a city in the US"
+    [found] = shared_openings([us, us + "A and Canada", us + " or the UK"])
+    assert found == "Get the current weather and forecast for a city in the "

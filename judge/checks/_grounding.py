@@ -165,7 +165,7 @@ def _value(number: str) -> float:
     return float(number.replace(",", ""))
 
 
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits, accented ones too
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _STOP_WORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "for", "from", "get", "i",
@@ -178,13 +178,16 @@ _MARGIN = 3
 def word_margin(case: Case) -> int:
     """How many more of the words of the user's last message the called tool's name and
     description share than the closest other tool does (the least over the calls, clipped to
-    -3..3; 0 without calls or a user message). A low margin is evidence of a wrong tool: a
-    call to a tool that fits the request less than another does."""
+    -3..3; 0 without calls or a user message; with one tool, its own overlap). A low margin is
+    evidence of a wrong tool: a call to a tool that fits the request less than another does."""
     last = next((m for m in reversed(case.messages) if m.get("role") == "user"), None)
     if last is None or not case.tool_calls:
         return 0
     said = _stems(_message_text(last))
-    shared = {t.name: len(said & _stems(f"{t.name} {t.description or ''}")) for t in case.tools}
+    shared: dict[str, int] = {}
+    for t in case.tools:  # a name listed twice counts as its better-fitting entry
+        fit = len(said & _stems(f"{t.name} {t.description or ''}"))
+        shared[t.name] = max(fit, shared.get(t.name, 0))
     margins = []
     for call in case.tool_calls:
         if call.name in shared:

@@ -174,7 +174,7 @@ def shared_openings(texts: Any, least: int = 40, among: int = 3) -> list[str]:
         if len(members) < among:
             continue
         shared = os.path.commonprefix(members)
-        if all(len(t) > len(shared) for t in members):  # cut after a word, not inside one
+        if not shared[-1:].isspace():  # cut after a word, never inside one
             shared = shared[: shared.rfind(" ") + 1]
         if len(shared.strip()) >= least:
             found.append(shared)
