@@ -308,7 +308,9 @@ def test_a_build_that_cannot_compile_builds_python_and_leaves_nothing_compiled(
     monkeypatch.setattr(hatch_build, "_cannot_compile", lambda: "no C compiler (cc)")
     with pytest.raises(RuntimeError, match="cannot be compiled: no C compiler"):
         run_hook(root)
-    monkeypatch.setattr(hatch_build, "_cannot_compile", lambda: "JUDGE_PURE_PYTHON=1")
+    monkeypatch.undo()  # the real check again: asked for Python, the requirement gives way
+    monkeypatch.setenv("JUDGE_PURE_PYTHON", "1")
+    monkeypatch.setenv("JUDGE_REQUIRE_COMPILED", "1")
     data, app = run_hook(root, "editable")
     assert data == {"force_include": {}, "artifacts": []}
     assert app.warnings == ["judge: the comparison core stays Python source (JUDGE_PURE_PYTHON=1)"]

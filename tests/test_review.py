@@ -4,6 +4,7 @@ never lost), agreement as `judge calibrate` measures it, the record, and who may
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -459,6 +460,15 @@ def test_labels_import_takes_its_turn_with_the_other_writers(
     exported = tmp_path / "labels.csv"
     subprocess.run([sys.executable, "-m", "judge", "labels", "export", str(sample), "-o",
                     str(exported)], check=True, capture_output=True)  # fmt: skip
+    with exported.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    first = rows[0]
+    flipped = "incorrect" if first["selection"] == "correct" else "correct"
+    first["selection"] = flipped
+    with exported.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(first))
+        writer.writeheader()
+        writer.writerows(rows)
     held = LabelFile(sample)
     with held._locked():
         importing = subprocess.Popen(
@@ -469,6 +479,7 @@ def test_labels_import_takes_its_turn_with_the_other_writers(
             importing.wait(timeout=3)  # waiting for the lock
     said, _ = importing.communicate(timeout=60)
     assert importing.returncode == 0, said
+    assert file_labels(sample)[first["id"]]["selection"] == flipped  # written, once let in
 
 
 def test_a_new_label_never_keeps_the_last_reviewers_name(

@@ -91,6 +91,10 @@ def _message_text(message: dict[str, Any]) -> str:
     return "" if content is None else str(content)
 
 
+def _last_user_message(case: Case) -> dict[str, Any] | None:
+    return next((m for m in reversed(case.messages) if m.get("role") == "user"), None)
+
+
 def _normalise(text: str) -> str:
     return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).casefold().strip()
 
@@ -98,7 +102,7 @@ def _normalise(text: str) -> str:
 def unused_user_values(case: Case) -> tuple[str, ...]:
     """The numbers and quoted phrases of the user's last message that no call's arguments
     hold (compared as text, case-, space- and Unicode-insensitively)."""
-    last = next((m for m in reversed(case.messages) if m.get("role") == "user"), None)
+    last = _last_user_message(case)
     if last is None or not case.tool_calls:
         return ()
     said = _message_text(last)
@@ -180,7 +184,7 @@ def word_margin(case: Case) -> int:
     description share than the closest other tool does (the least over the calls, clipped to
     -3..3; 0 without calls or a user message; with one tool, its own overlap). A low margin is
     evidence of a wrong tool: a call to a tool that fits the request less than another does."""
-    last = next((m for m in reversed(case.messages) if m.get("role") == "user"), None)
+    last = _last_user_message(case)
     if last is None or not case.tool_calls:
         return 0
     said = _stems(_message_text(last))
