@@ -147,3 +147,69 @@ def test_the_word_margin_of_the_called_tool_over_the_closest_other() -> None:
     unsaid = [{"role": "system", "content": "book flights"}]
     [loaded] = load_cases([case([call("bookFlight", {})], tools=tools, messages=unsaid)])
     assert word_margin(loaded) == 0  # no user message: no evidence
+
+
+def test_calls_that_repeat_an_earlier_call_exactly() -> None:
+    from judge.checks._grounding import repeated_calls
+
+    def repeats(calls: list[dict[str, Any]], earlier: list[dict[str, Any]] | None = None) -> int:
+        said: list[dict[str, Any]] = [{"role": "user", "content": "weather in Paris"}]
+        if earlier:
+            said += [
+                {"role": "assistant", "content": None, "tool_calls": list(earlier)},
+                {"role": "tool", "tool_call_id": "c_get_weather", "content": "sunny"},
+            ]
+        [loaded] = load_cases([case(calls, messages=said)])
+        return repeated_calls(loaded)
+
+    paris = call("get_weather", {"city": "Paris", "days": 2})
+    assert repeats([paris]) == 0
+    assert repeats([paris, call("get_weather", {"days": 2, "city": "Paris"})]) == 1  # key order
+    assert repeats([paris, call("get_weather", {"city": "Rome", "days": 2})]) == 0
+    assert repeats([paris, call("get_time", {"city": "Paris", "days": 2})]) == 0
+    assert repeats([paris], earlier=[paris]) == 1  # asked again after its result came back
+    as_object = {"name": "get_weather", "arguments": {"days": 2, "city": "Paris"}}
+    parsed = {**paris, "function": as_object}
+    assert repeats([paris], earlier=[parsed]) == 1  # history may hold its arguments parsed
+    assert repeats([call("get_weather", "{bad"), call("get_weather", "{worse")]) == 0
+    assert repeats([call("get_weather", "{bad"), call("get_weather", "{bad")]) == 1
+    assert repeats([paris] * 6) == 3  # clipped
+
+
+def test_required_values_the_conversation_never_gave() -> None:
+    from judge.checks._grounding import guessed_required
+
+    def guessed(arguments: dict[str, Any], said: str = "weather in Paris") -> int:
+        messages = [{"role": "user", "content": said}]
+        [loaded] = load_cases([case([call("get_weather", arguments)], messages=messages)])
+        return guessed_required(loaded)
+
+    assert guessed({"city": "Paris", "days": 9}) == 0  # days is optional: perhaps a default
+    assert guessed({"city": "Lyon", "days": 9}) == 1  # city is required and nobody said Lyon
+    assert guessed({"city": "Lyon"}, said="weather please") == 1
+    assert guessed({"city": "Paris"}, said="weather please") == 1
+    assert guessed({}, said="weather please") == 0  # nothing made up, nothing counted
+
+
+def test_how_well_the_best_tool_fits_a_reply_without_calls() -> None:
+    from judge.checks._grounding import best_fit
+
+    tools = [
+        {"type": "function", "function": {"name": "get_weather", "description": "The forecast"}},
+        {"type": "function", "function": {"name": "book_flight", "description": "Book seats"}},
+    ]
+
+    def fit(said: str) -> int:
+        messages = [{"role": "user", "content": said}]
+        [loaded] = load_cases([case([], tools=tools, messages=messages)])
+        return best_fit(loaded)
+
+    assert fit("What is the forecast for the weather in Paris?") == 2  # weather, forecast
+    assert fit("Book two seats on a flight") == 3  # book, seats, flight (two is no stop word)
+    assert fit("Tell me a joke") == 0  # no tool fits: declining may be right
+    many = " ".join(["book seats flight"] * 3) + " " + "booking"
+    assert fit(many) == 3  # stems, each counted once
+    words = "alpha bravo charlie delta echo foxtrot golf hotel"
+    wide = [{"type": "function", "function": {"name": "spell", "description": words}}]
+    [loaded] = load_cases([case([], tools=wide, messages=[{"role": "user", "content": words}])])
+    assert best_fit(loaded) == 6  # clipped

@@ -11,6 +11,7 @@ import pytest
 
 from judge import load_cases
 from judge.checks._grounding import word_margin
+from judge.checks._outcome import SelectionVerdict
 from judge.judging._rubric import RubricError, builtin_rubrics_dir, load_rubric, load_rubrics
 from judge.judging._scored import probability
 from tests.chat_server import Reply, completion, one_token, serving
@@ -19,7 +20,7 @@ from tests.test_judge import NO_CALL, PARIS, TWO_CALLS, make_judge, run
 
 QUICK = builtin_rubrics_dir("quick")
 ANSWERS = {"right_tool": 0.9, "needs_call": 0.7, "should_ask": 0.3, "match": 0.8}
-CODE = {"ungrounded", "unused", "word_margin"}
+CODE = {"ungrounded", "unused", "word_margin", "repeated", "guessed_required", "best_fit"}
 
 
 def by_question(body: dict[str, Any]) -> Reply:
@@ -111,6 +112,44 @@ def test_values_found_nowhere_weigh_against_the_arguments(tmp_path: Path) -> Non
     p_plain = a.confidence if a.verdict == "correct" else 1 - (a.confidence or 0)
     p_odd = b.confidence if b.verdict == "correct" else 1 - (b.confidence or 0)
     assert p_odd is not None and p_plain is not None and p_odd < p_plain
+
+
+def test_repeated_calls_and_made_up_required_values_weigh_against_the_selection(
+    tmp_path: Path,
+) -> None:
+    twice = case([call("get_weather", {"city": "Paris"})] * 2) | {"id": "twice"}
+    guessed = case([call("get_weather", {"city": "Lyon"})]) | {"id": "guessed"}
+    unfit = NO_CALL | {"id": "unfit", "messages": [{"role": "user", "content": "tell a joke"}]}
+    with serving(by_question) as server:
+        results = run(
+            make_judge(server, tmp_path, rubrics=QUICK), [PARIS, twice, guessed, NO_CALL, unfit]
+        )
+    plain, doubled, lyon, hello, joke = [_selection(r) for r in results]
+    combine = load_rubrics(QUICK).selection.combine
+    assert combine["called"].weights["repeated"] < 0
+    assert combine["called"].weights["guessed_required"] < 0
+    assert doubled.features == {**(plain.features or {}), "repeated": 1.0}
+    assert "1 call(s) repeating an earlier call exactly" in doubled.reasoning
+    assert lyon.features is not None and lyon.features["guessed_required"] == 1.0
+    assert "1 required value(s) the conversation never gave" in lyon.reasoning
+    assert _p(doubled) < _p(plain) and _p(lyon) < _p(plain)
+    # A reply without calls: the better a tool fits the request, the likelier a missed call.
+    assert combine["not_called"].weights["best_fit"] < 0
+    assert hello.features is not None and hello.features["best_fit"] == 1.0  # "weather"
+    assert "the best-fitting tool shares 1 of the user's words" in hello.reasoning
+    assert joke.features is not None and joke.features["best_fit"] == 0.0
+    assert _p(joke) > _p(hello)
+
+
+def _selection(result: Any) -> SelectionVerdict:
+    assert result.judge is not None and isinstance(result.judge.selection, SelectionVerdict)
+    return result.judge.selection
+
+
+def _p(verdict: SelectionVerdict) -> float:
+    """P(correct), from the verdict's label and confidence."""
+    assert verdict.confidence is not None
+    return verdict.confidence if verdict.verdict == "correct" else 1 - verdict.confidence
 
 
 def test_answers_are_cached(tmp_path: Path) -> None:

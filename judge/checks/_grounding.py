@@ -177,6 +177,7 @@ _STOP_WORDS = frozenset((
     "to", "with", "would", "you", "your",
 ))  # fmt: skip
 _MARGIN = 3
+_FIT = 6
 
 
 def word_margin(case: Case) -> int:
@@ -187,17 +188,75 @@ def word_margin(case: Case) -> int:
     last = _last_user_message(case)
     if last is None or not case.tool_calls:
         return 0
-    said = _stems(_message_text(last))
-    shared: dict[str, int] = {}
-    for t in case.tools:  # a name listed twice counts as its better-fitting entry
-        fit = len(said & _stems(f"{t.name} {t.description or ''}"))
-        shared[t.name] = max(fit, shared.get(t.name, 0))
+    shared = _fits(case, _stems(_message_text(last)))
     margins = []
     for call in case.tool_calls:
         if call.name in shared:
             others = [n for name, n in shared.items() if name != call.name]
             margins.append(shared[call.name] - max(others, default=0))
     return max(-_MARGIN, min(_MARGIN, min(margins))) if margins else 0
+
+
+def best_fit(case: Case) -> int:
+    """The most words of the user's last message that any one tool's name and description
+    share (clipped to 0..6; 0 without a user message). A reply without calls to a request that
+    a tool fits well is evidence of a missed call; one that no tool fits, of a right refusal."""
+    last = _last_user_message(case)
+    if last is None:
+        return 0
+    return min(_FIT, max(_fits(case, _stems(_message_text(last))).values(), default=0))
+
+
+def _fits(case: Case, said: set[str]) -> dict[str, int]:
+    """Per tool name, how many of `said` its name and description share (a name listed twice
+    counts as its better-fitting entry)."""
+    shared: dict[str, int] = {}
+    for t in case.tools:
+        fit = len(said & _stems(f"{t.name} {t.description or ''}"))
+        shared[t.name] = max(fit, shared.get(t.name, 0))
+    return shared
+
+
+def repeated_calls(case: Case) -> int:
+    """The response's calls that repeat an earlier call exactly (the same name, equal
+    arguments), of the response or of the conversation: a duplicated write, or a request
+    made again after its result came back (clipped to 3)."""
+    seen: list[tuple[str, Any]] = []
+    for message in case.messages:
+        for call in message.get("tool_calls") or ():
+            function = (call.get("function") or {}) if isinstance(call, dict) else {}
+            seen.append((str(function.get("name")), _comparable(function.get("arguments"))))
+    repeated = 0
+    for response_call in case.tool_calls:
+        key = (response_call.name, _comparable(response_call.arguments))
+        repeated += key in seen
+        seen.append(key)
+    return min(repeated, _MARGIN)
+
+
+def _comparable(text: Any) -> Any:
+    """A call's arguments as a value to compare: parsed, or the raw text when they do not
+    parse (two broken calls are the same only when their text is)."""
+    if isinstance(text, dict):  # a conversation may hold its calls' arguments parsed
+        return text
+    arguments, _ = parse_arguments(str(text or "{}"))
+    return arguments if arguments is not None else ("unparsed", str(text))
+
+
+def guessed_required(case: Case) -> int:
+    """The values of required parameters (top-level keys the tool's schema requires) that the
+    conversation never mentions: a required value made up instead of asked for (clipped
+    to 3). Optional values the user never gave are often sensible defaults; required ones
+    seldom are."""
+    required: dict[str, set[str]] = {}
+    for t in case.tools:
+        listed = (t.parameters or {}).get("required")
+        required[t.name] = {str(k) for k in listed} if isinstance(listed, list) else set()
+    guessed = 0
+    for value in ungrounded_values(case):
+        top = value.path.split("/")[1].replace("~1", "/").replace("~0", "~")
+        guessed += top in required.get(case.tool_calls[value.call].name, set())
+    return min(guessed, _MARGIN)
 
 
 def _stems(text: str) -> set[str]:

@@ -9,7 +9,10 @@ from typing import Any, Literal
 
 from judge.cases._case import Case
 from judge.checks._grounding import (
+    best_fit,
     failed_tool_results,
+    guessed_required,
+    repeated_calls,
     unsupported_numbers,
     unused_user_values,
     word_margin,
@@ -47,8 +50,9 @@ class Question:
     unused: int = 0
     """A scored question: the user's numbers and quoted phrases that no call holds."""
     counts: tuple[tuple[str, float], ...] = ()
-    """A scored question's other evidence from code: `word_margin` for selection,
-    `unsupported` and `tool_errors` for answers."""
+    """A scored question's other evidence from code: for selection `word_margin`,
+    `repeated` and `guessed_required` (with calls) or `best_fit` (without); `unsupported` and
+    `tool_errors` for answers."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,7 @@ def questions_for(
                 tuple(range(len(case.tool_calls))),
                 tuple(ungrounded),
                 unused,
-                (("word_margin", float(word_margin(case))),) if rubric.scored else (),
+                _selection_counts(case) if rubric.scored else (),
             )
         )
     derived: list[ArgumentVerdict] = []
@@ -172,6 +176,19 @@ def questions_for(
             )
         )
     return Questions(selection, derived, questions)
+
+
+def _selection_counts(case: Case) -> tuple[tuple[str, float], ...]:
+    """What code counts for a scored selection rubric: for calls, how well the called tool
+    fits the request against the others, the calls repeated exactly, the required values made
+    up; for a reply without calls, how well the best tool would have fitted."""
+    if not case.tool_calls:
+        return (("best_fit", float(best_fit(case))),)
+    return (
+        ("word_margin", float(word_margin(case))),
+        ("repeated", float(repeated_calls(case))),
+        ("guessed_required", float(guessed_required(case))),
+    )
 
 
 def used_tools(case: Case) -> bool:

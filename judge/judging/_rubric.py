@@ -91,11 +91,17 @@ class Combine(BaseModel):
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
 
-CODE_FEATURES = frozenset(("ungrounded", "unused", "word_margin", "unsupported", "tool_errors"))
+CODE_FEATURES = frozenset((
+    "ungrounded", "unused", "word_margin", "repeated", "guessed_required", "best_fit",
+    "unsupported", "tool_errors",
+))  # fmt: skip
 """Features a scored rubric may weigh besides its questions: `ungrounded`, the call's values
 found nowhere in the conversation; `unused`, the numbers and quoted phrases of the user's last
-message that no call holds; for selection, `word_margin`, how many more of the user's words
-the called tool shares than the closest other tool (`judge.checks._grounding`); for answers,
+message that no call holds; for selection (`judge.checks._grounding`), with calls:
+`word_margin`, how many more of the user's words the called tool shares than the closest other
+tool, `repeated`, the calls that repeat an earlier one exactly, `guessed_required`, the values
+of required parameters found nowhere in the conversation; without calls: `best_fit`, the most
+of the user's words one tool shares; for answers,
 `unsupported`, the reply's numbers found nowhere earlier in the conversation, and `tool_errors`,
 the tool results that report an error."""
 

@@ -108,6 +108,12 @@ def _described(
     if counts.get("word_margin"):
         margin = counts["word_margin"]
         said.append(f"word margin of the called tool over the closest other: {margin:+g}")
+    if counts.get("repeated"):
+        said.append(f"{counts['repeated']:g} call(s) repeating an earlier call exactly")
+    if counts.get("guessed_required"):
+        said.append(f"{counts['guessed_required']:g} required value(s) the conversation never gave")
+    if "best_fit" in counts:
+        said.append(f"the best-fitting tool shares {counts['best_fit']:g} of the user's words")
     if counts.get("unsupported"):
         said.append(f"{counts['unsupported']:g} number(s) of the reply found nowhere before it")
     if counts.get("tool_errors"):
