@@ -8,7 +8,7 @@ import pytest
 
 from judge import load_cases
 from judge.checks._grounding import ungrounded_values
-from tests.helpers import call, case, tool
+from tests.helpers import WEATHER, call, case, tool
 
 ANY = {"type": "object"}
 
@@ -213,3 +213,57 @@ def test_how_well_the_best_tool_fits_a_reply_without_calls() -> None:
     wide = [{"type": "function", "function": {"name": "spell", "description": words}}]
     [loaded] = load_cases([case([], tools=wide, messages=[{"role": "user", "content": words}])])
     assert best_fit(loaded) == 6  # clipped
+
+
+def test_options_the_user_did_not_say_where_they_said_another() -> None:
+    from judge.checks._grounding import unsaid_options
+
+    units = {"type": "string", "enum": ["celsius", "fahrenheit"]}
+    rooms = {"type": "string", "enum": ["living_room", "bedroom", "all"]}
+    schema = {"type": "object", "properties": {"unit": units, "room": rooms}}
+    tools = [tool("set_heat", schema), tool("get_weather", WEATHER)]
+
+    def unsaid(said: str, *arguments: dict[str, Any]) -> tuple[int, ...]:
+        calls = [call("set_heat", a) for a in arguments]
+        messages = [{"role": "user", "content": said}]
+        [loaded] = load_cases([case(calls, tools=tools, messages=messages)])
+        return unsaid_options(loaded)
+
+    assert unsaid("Heat to 70 in Fahrenheit", {"unit": "celsius"}) == (1,)
+    assert unsaid("Heat to 70 in Fahrenheit", {"unit": "fahrenheit"}) == (0,)
+    assert unsaid("Heat to 20 degrees", {"unit": "celsius"}) == (0,)  # no option said
+    assert unsaid("Heat the living room", {"room": "bedroom"}) == (1,)  # options as words
+    assert unsaid("Heat the living room", {"room": "living_room"}) == (0,)
+    # Another call uses the option said: each call has its own, no contradiction.
+    both = unsaid(
+        "Heat the bedroom and the living room", {"room": "bedroom"}, {"room": "living_room"}
+    )
+    assert both == (0, 0)
+    assert unsaid("Heat all of it in celsius", {"room": "bedroom", "unit": "celsius"}) == (0,)
+    assert unsaid("Heat in celsius, the bedroom", {"unit": "fahrenheit", "room": "bedroom"}) == (1,)
+    weather = [call("get_weather", {"city": "Paris", "units": "f"})]
+    messages = [{"role": "user", "content": "weather in Paris in c please"}]
+    [loaded] = load_cases([case(weather, messages=messages)])
+    assert unsaid_options(loaded) == (1,)
+
+
+def test_values_of_a_record_that_fits_the_user_worse_than_another() -> None:
+    from judge.checks._grounding import other_records
+
+    listed = '[{"id": "TOR-71", "name": "Marco Rossi"}, {"id": "TOR-72", "name": "Maria Russo"}]'
+
+    def picked(request_id: str, said: str = "Approve Marco's time-off request") -> tuple[int, ...]:
+        messages = [
+            {"role": "user", "content": said},
+            {"role": "assistant", "content": None, "tool_calls": [call("list_requests", {})]},
+            {"role": "tool", "tool_call_id": "c_list_requests", "content": listed},
+        ]
+        approve = [call("approve", {"request_id": request_id})]
+        [loaded] = load_cases([case(approve, tools=[tool("approve")], messages=messages)])
+        return other_records(loaded)
+
+    assert picked("TOR-72") == (1,)  # Maria's, where the user named Marco
+    assert picked("TOR-71") == (0,)
+    assert picked("TOR-72", said="Approve Maria Russo's request") == (0,)
+    assert picked("TOR-72", said="Approve the second request") == (0,)  # nothing to tell them by
+    assert picked("TOR-99") == (0,)  # from no record

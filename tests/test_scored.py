@@ -11,9 +11,9 @@ import pytest
 
 from judge import load_cases
 from judge.checks._grounding import word_margin
-from judge.checks._outcome import SelectionVerdict
+from judge.checks._outcome import ArgumentVerdict, SelectionVerdict
 from judge.judging._rubric import RubricError, builtin_rubrics_dir, load_rubric, load_rubrics
-from judge.judging._scored import probability
+from judge.judging._scored import argument_verdict, probability
 from tests.chat_server import Reply, completion, one_token, serving
 from tests.helpers import call, case
 from tests.test_judge import NO_CALL, PARIS, TWO_CALLS, make_judge, run
@@ -109,9 +109,33 @@ def test_values_found_nowhere_weigh_against_the_arguments(tmp_path: Path) -> Non
     assert plain.judge is not None and odd.judge is not None
     [a], [b] = plain.judge.arguments, odd.judge.arguments
     assert b.features is not None and b.features["ungrounded"] == 1.0
-    p_plain = a.confidence if a.verdict == "correct" else 1 - (a.confidence or 0)
-    p_odd = b.confidence if b.verdict == "correct" else 1 - (b.confidence or 0)
-    assert p_odd is not None and p_plain is not None and p_odd < p_plain
+    assert "1 value(s) found nowhere in the conversation" in b.reasoning
+    assert _p(b) < _p(a)
+
+
+def test_an_option_the_user_did_not_say_weighs_against_the_arguments(tmp_path: Path) -> None:
+    said = [{"role": "user", "content": "weather in Paris in c"}]
+    right = case([call("get_weather", {"city": "Paris", "units": "c"})], messages=said)
+    wrong = case([call("get_weather", {"city": "Paris", "units": "f"})], messages=said)
+    with serving(by_question) as server:
+        [a], [b] = (
+            r.judge.arguments
+            for r in run(
+                make_judge(server, tmp_path, rubrics=QUICK),
+                [right | {"id": "c"}, wrong | {"id": "f"}],
+            )
+            if r.judge is not None
+        )
+    assert load_rubrics(QUICK).arguments.combine["called"].weights["unsaid_options"] < 0
+    assert a.features is not None and a.features["unsaid_options"] == 0
+    assert b.features is not None and b.features["unsaid_options"] == 1
+    assert "1 option(s) the user did not say, where they said another" in b.reasoning
+    assert _p(b) < _p(a)
+    rubric = load_rubrics(QUICK).arguments
+    unsure = argument_verdict(rubric, 0, {"match": 0.4}, {"unsaid_options": 1.0})
+    assert unsure.verdict == "incorrect" and unsure.problems == ("wrong_entity",)
+    listed = argument_verdict(rubric, 0, {"match": 0.4}, {"other_records": 1.0})
+    assert listed.verdict == "incorrect" and listed.problems == ("wrong_entity",)
 
 
 def test_repeated_calls_and_made_up_required_values_weigh_against_the_selection(
@@ -146,7 +170,7 @@ def _selection(result: Any) -> SelectionVerdict:
     return result.judge.selection
 
 
-def _p(verdict: SelectionVerdict) -> float:
+def _p(verdict: SelectionVerdict | ArgumentVerdict) -> float:
     """P(correct), from the verdict's label and confidence."""
     assert verdict.confidence is not None
     return verdict.confidence if verdict.verdict == "correct" else 1 - verdict.confidence

@@ -264,3 +264,95 @@ def _stems(text: str) -> set[str]:
     its first five letters: `booking` and `bookings` are one word."""
     spaced = _CAMEL.sub(r"\1 \2", text).replace("_", " ").casefold()
     return {w[:5] for w in _WORD.findall(spaced) if len(w) > 1 and w not in _STOP_WORDS}
+
+
+def unsaid_options(case: Case) -> tuple[int, ...]:
+    """Per call: its arguments whose value is one of an `enum` that the user never said (not
+    even in part: `postgres` is in "PostgreSQL"), while the user did say another of its
+    options, whole, that no call uses (`fahrenheit` asked, `celsius` sent). Options are
+    compared as words (`living_room` is "living room"); numbers and generic options (`all`,
+    `auto`, `none`) are never taken as said."""
+    text = " ".join(_message_text(m) for m in case.messages if m.get("role") == "user")
+    said, stems = _words_of(text), _stems(text)
+    used: set[str] = set()
+    parsed = []
+    for call in case.tool_calls:
+        arguments, _ = parse_arguments(call.arguments)
+        parsed.append(arguments)
+        if arguments is not None:
+            used.update(_option(v) for v in arguments.values() if isinstance(v, str))
+    properties = {t.name: (t.parameters or {}).get("properties") for t in case.tools}
+    found = []
+    for call, arguments in zip(case.tool_calls, parsed, strict=True):
+        count = 0
+        schemas = properties.get(call.name)
+        for key, value in (arguments or {}).items():
+            schema = schemas.get(key) if isinstance(schemas, dict) else None
+            options = schema.get("enum") if isinstance(schema, dict) else None
+            if not isinstance(options, list) or not isinstance(value, str):
+                continue
+            others = {_option(o) for o in options if isinstance(o, str)} - {_option(value)}
+            value_stems = {w[:5] for w in _option(value).split()}
+            if value_stems <= stems or _said(_option(value), said):
+                continue
+            if any(_said(o, said) and o not in used and o not in _GENERIC for o in others):
+                count += 1
+        found.append(count)
+    return tuple(found)
+
+
+def _option(value: str) -> str:
+    return " ".join(_WORD.findall(_CAMEL.sub(r"\1 \2", value).replace("_", " ").casefold()))
+
+
+def _words_of(text: str) -> str:
+    return " " + " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold())) + " "
+
+
+def _said(option: str, said: str) -> bool:
+    return bool(option) and not option.replace(" ", "").isdigit() and f" {option} " in said
+
+
+_GENERIC = frozenset(("all", "any", "auto", "both", "default", "none", "other", "yes", "no"))
+
+
+def other_records(case: Case) -> tuple[int, ...]:
+    """Per call: 1 where it holds a value that only one record of a listed tool result has
+    (an id, a price), while another record of that list shares more of the user's words (the
+    user asked for Marco's request; the call approves Maria's)."""
+    user = _stems(" ".join(_message_text(m) for m in case.messages if m.get("role") == "user"))
+    lists: list[list[dict[str, Any]]] = []
+    for message in case.messages:
+        if message.get("role") == "tool":
+            try:
+                _record_lists(json.loads(_message_text(message)), lists)
+            except ValueError:
+                continue
+    found = []
+    for call in case.tool_calls:
+        arguments, _ = parse_arguments(call.arguments)
+        held = {_normalise(str(v)) for _, v in _leaves(arguments or {}, ()) if len(str(v)) > 1}
+        found.append(int(any(_picked_worse(records, held, user) for records in lists)))
+    return tuple(found)
+
+
+def _record_lists(value: Any, into: list[list[dict[str, Any]]]) -> None:
+    """The lists of two or more objects anywhere in a parsed tool result."""
+    if isinstance(value, list):
+        if len(value) > 1 and all(isinstance(v, dict) for v in value):
+            into.append(value)
+        for item in value:
+            _record_lists(item, into)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _record_lists(item, into)
+
+
+def _picked_worse(records: list[dict[str, Any]], held: set[str], user: set[str]) -> bool:
+    values = [{_normalise(str(v)) for _, v in _leaves(r, ())} for r in records]
+    fits = [len(user & _stems(" ".join(v))) for v in values]
+    for index, own in enumerate(values):
+        others = set().union(*(v for i, v in enumerate(values) if i != index))
+        if held & (own - others) and fits[index] < max(fits):
+            return True
+    return False

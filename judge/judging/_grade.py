@@ -571,23 +571,14 @@ class Judge:
         for ask in asks(rubric, question.messages, question.calls):
             found.setdefault(ask.call, {})[ask.id] = await self._answer(rubric, ask, tally)
         fit = self._fits.get(question.dimension)
-        unused = float(question.unused)
+        counts = dict(question.counts)
         if question.dimension == "answer":
-            return answer_verdict(
-                rubric, found.get(None, {}), bool(question.calls), fit, dict(question.counts)
-            )
+            return answer_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
         if question.dimension == "selection":
-            counts = {
-                "ungrounded": float(sum(question.ungrounded)),
-                "unused": unused,
-                **dict(question.counts),
-            }
             return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
         return [
-            argument_verdict(
-                rubric, call, found.get(call, {}), {"ungrounded": float(n), "unused": unused}, fit
-            )
-            for call, n in zip(question.calls, question.ungrounded, strict=True)
+            argument_verdict(rubric, call, found.get(call, {}), dict(evidence), fit)
+            for call, evidence in zip(question.calls, question.call_counts, strict=True)
         ]
 
     async def is_answered(self, rubric: Rubric, ask: Ask) -> bool:

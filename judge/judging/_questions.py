@@ -12,7 +12,9 @@ from judge.checks._grounding import (
     best_fit,
     failed_tool_results,
     guessed_required,
+    other_records,
     repeated_calls,
+    unsaid_options,
     unsupported_numbers,
     unused_user_values,
     word_margin,
@@ -45,14 +47,10 @@ class Question:
     messages: list[dict[str, str]]
     schema: dict[str, Any]
     calls: tuple[int, ...] = ()
-    ungrounded: tuple[int, ...] = ()
-    """Per call of `calls`, its values found nowhere in the conversation."""
-    unused: int = 0
-    """A scored question: the user's numbers and quoted phrases that no call holds."""
     counts: tuple[tuple[str, float], ...] = ()
-    """A scored question's other evidence from code: for selection `word_margin`,
-    `repeated` and `guessed_required` (with calls) or `best_fit` (without); `unsupported` and
-    `tool_errors` for answers."""
+    """A scored selection or answer question's evidence from code (`CODE_FEATURES`)."""
+    call_counts: tuple[tuple[tuple[str, float], ...], ...] = ()
+    """A scored arguments question's evidence from code, per call of `calls`."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +75,8 @@ def questions_for(
 ) -> Questions:
     """The verdicts decided without asking, and the questions left for the judge."""
     variables = rubric_variables(case, checked)
-    # What a scored rubric weighs besides its answers: per call, its values found nowhere in
-    # the conversation; for the case, the user's values that no call holds.
-    ungrounded = [
-        sum(u["call"] == i for u in variables["ungrounded"]) for i in range(len(case.tool_calls))
-    ]
     scored = rubrics.selection.scored or rubrics.arguments.scored
-    unused = len(unused_user_values(case)) if scored else 0
+    per_call = _call_counts(case, variables["ungrounded"]) if scored else []
     broken: dict[int, list[Failure]] = {}
     for call, failure in response_failures(case, checked):
         if call is not None and failure.kind in DERIVED_PROBLEMS:
@@ -110,9 +103,7 @@ def questions_for(
                 if rubric.scored
                 else selection_schema(rubric.reasoning_max_length, rubric.decide_action),
                 tuple(range(len(case.tool_calls))),
-                tuple(ungrounded),
-                unused,
-                _selection_counts(case) if rubric.scored else (),
+                _selection_counts(case, per_call) if rubric.scored else (),
             )
         )
     derived: list[ArgumentVerdict] = []
@@ -140,8 +131,7 @@ def questions_for(
                 rubric.render(chosen),
                 {} if rubric.scored else arguments_schema(group, rubric.reasoning_max_length),
                 tuple(group),
-                tuple(ungrounded[i] for i in group),
-                unused,
+                call_counts=tuple(per_call[i] for i in group) if rubric.scored else (),
             )
         )
     if trajectory and rubrics.trajectory is not None:
@@ -178,13 +168,40 @@ def questions_for(
     return Questions(selection, derived, questions)
 
 
-def _selection_counts(case: Case) -> tuple[tuple[str, float], ...]:
-    """What code counts for a scored selection rubric: for calls, how well the called tool
-    fits the request against the others, the calls repeated exactly, the required values made
-    up; for a reply without calls, how well the best tool would have fitted."""
+def _call_counts(
+    case: Case, ungrounded: list[dict[str, Any]]
+) -> list[tuple[tuple[str, float], ...]]:
+    """What code counts per call for a scored arguments rubric: its values found nowhere in
+    the conversation, the user's numbers and quoted phrases that no call holds (the same for
+    each call), its options the user did not say where they said another, and its values
+    taken from a listed record that fits the user's words worse than another."""
+    unused = float(len(unused_user_values(case)))
+    options, records = unsaid_options(case), other_records(case)
+    return [
+        (
+            ("ungrounded", float(sum(u["call"] == index for u in ungrounded))),
+            ("unused", unused),
+            ("unsaid_options", float(options[index])),
+            ("other_records", float(records[index])),
+        )
+        for index in range(len(case.tool_calls))
+    ]
+
+
+def _selection_counts(
+    case: Case, per_call: list[tuple[tuple[str, float], ...]]
+) -> tuple[tuple[str, float], ...]:
+    """What code counts for a scored selection rubric: the values of all calls found nowhere
+    in the conversation and the user's values that no call holds; for calls, how well the
+    called tool fits the request against the others, the calls repeated exactly, the required
+    values made up; for a reply without calls, how well the best tool would have fitted."""
     if not case.tool_calls:
-        return (("best_fit", float(best_fit(case))),)
+        return (("ungrounded", 0.0), ("unused", 0.0), ("best_fit", float(best_fit(case))))
+    ungrounded = sum(dict(counts)["ungrounded"] for counts in per_call)
+    unused = float(len(unused_user_values(case)))
     return (
+        ("ungrounded", ungrounded),
+        ("unused", unused),
         ("word_margin", float(word_margin(case))),
         ("repeated", float(repeated_calls(case))),
         ("guessed_required", float(guessed_required(case))),

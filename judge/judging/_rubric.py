@@ -92,18 +92,20 @@ class Combine(BaseModel):
 
 
 CODE_FEATURES = frozenset((
-    "ungrounded", "unused", "word_margin", "repeated", "guessed_required", "best_fit",
-    "unsupported", "tool_errors",
+    "ungrounded", "unused", "unsaid_options", "other_records", "word_margin", "repeated",
+    "guessed_required", "best_fit", "unsupported", "tool_errors",
 ))  # fmt: skip
-"""Features a scored rubric may weigh besides its questions: `ungrounded`, the call's values
-found nowhere in the conversation; `unused`, the numbers and quoted phrases of the user's last
-message that no call holds; for selection (`judge.checks._grounding`), with calls:
-`word_margin`, how many more of the user's words the called tool shares than the closest other
-tool, `repeated`, the calls that repeat an earlier one exactly, `guessed_required`, the values
-of required parameters found nowhere in the conversation; without calls: `best_fit`, the most
-of the user's words one tool shares; for answers,
-`unsupported`, the reply's numbers found nowhere earlier in the conversation, and `tool_errors`,
-the tool results that report an error."""
+"""Features a scored rubric may weigh besides its questions (`judge.checks._grounding`):
+`ungrounded`, the call's values found nowhere in the conversation; `unused`, the numbers and
+quoted phrases of the user's last message that no call holds; for arguments,
+`unsaid_options`, the call's enum values the user never said where they said another option,
+and `other_records`, 1 where the call holds a value of a listed record that fits the user's
+words worse than another record; for selection with calls, `word_margin`, how many more of
+the user's words the called tool shares than the closest other tool, `repeated`, the calls
+that repeat an earlier one exactly, and `guessed_required`, the values of required parameters
+found nowhere in the conversation; without calls, `best_fit`, the most of the user's words
+one tool shares; for answers, `unsupported`, the reply's numbers found nowhere earlier in the
+conversation, and `tool_errors`, the tool results that report an error."""
 
 
 class _Header(BaseModel):

@@ -105,6 +105,11 @@ def _described(
         said.append(f"{counts['ungrounded']:g} value(s) found nowhere in the conversation")
     if counts.get("unused"):
         said.append(f"{counts['unused']:g} value(s) of the user's in no call")
+    if counts.get("unsaid_options"):
+        options = counts["unsaid_options"]
+        said.append(f"{options:g} option(s) the user did not say, where they said another")
+    if counts.get("other_records"):
+        said.append("a value of a listed record that fits the user's words worse than another")
     if counts.get("word_margin"):
         margin = counts["word_margin"]
         said.append(f"word margin of the called tool over the closest other: {margin:+g}")
@@ -219,5 +224,7 @@ def argument_verdict(
             problems.append("hallucinated_value")
         if counts.get("unused") or answers.get("missing", 0.0) >= 0.5:
             problems.append("partial")
+        if counts.get("unsaid_options") or counts.get("other_records"):
+            problems.append("wrong_entity")
         problems = problems or ["other"]
     return ArgumentVerdict(call=call, problems=tuple(problems), **scored.common)
