@@ -174,6 +174,23 @@ def test_calls_that_repeat_an_earlier_call_exactly() -> None:
     assert repeats([call("get_weather", "{bad"), call("get_weather", "{worse")]) == 0
     assert repeats([call("get_weather", "{bad"), call("get_weather", "{bad")]) == 1
     assert repeats([paris] * 6) == 3  # clipped
+    failed = [
+        {"role": "user", "content": "weather in Paris"},
+        {"role": "assistant", "content": None, "tool_calls": [paris]},
+        {"role": "tool", "tool_call_id": "c_get_weather", "content": '{"error": "timeout"}'},
+    ]
+    [loaded] = load_cases([case([paris], messages=failed)])
+    assert repeated_calls(loaded) == 0  # a retry after an error is no repeat
+    done = [*failed[:2], {"role": "tool", "tool_call_id": "c_get_weather", "content": "sunny"}]
+    [loaded] = load_cases([case([paris], messages=[*done, {"role": "user", "content": "thanks"}])])
+    assert repeated_calls(loaded) == 1  # an earlier turn's call, made again after "thanks"
+    odd = [
+        {"role": "user", "content": "weather in Paris"},
+        {"role": "assistant", "content": None, "tool_calls": [{"function": "get_weather"}, 3]},
+        {"role": "assistant", "content": None, "tool_calls": 3},
+    ]
+    [loaded] = load_cases([case([paris], messages=odd)])
+    assert repeated_calls(loaded) == 0  # malformed history is read past, not a crash
 
 
 def test_required_values_the_conversation_never_gave() -> None:
@@ -189,6 +206,13 @@ def test_required_values_the_conversation_never_gave() -> None:
     assert guessed({"city": "Lyon"}, said="weather please") == 1
     assert guessed({"city": "Paris"}, said="weather please") == 1
     assert guessed({}, said="weather please") == 0  # nothing made up, nothing counted
+    lax = {"type": "object", "properties": {"city": {"type": "string"}}}
+    for tools in ([tool("get_weather", WEATHER), tool("get_weather", lax)],
+                  [tool("get_weather", lax), tool("get_weather", WEATHER)]):  # fmt: skip
+        messages = [{"role": "user", "content": "weather please"}]
+        lyon = [call("get_weather", {"city": "Lyon"})]
+        [loaded] = load_cases([case(lyon, tools=tools, messages=messages)])
+        assert guessed_required(loaded) == 1  # listed twice: required by either entry
 
 
 def test_how_well_the_best_tool_fits_a_reply_without_calls() -> None:
@@ -267,3 +291,12 @@ def test_values_of_a_record_that_fits_the_user_worse_than_another() -> None:
     assert picked("TOR-72", said="Approve Maria Russo's request") == (0,)
     assert picked("TOR-72", said="Approve the second request") == (0,)  # nothing to tell them by
     assert picked("TOR-99") == (0,)  # from no record
+    listed = (
+        '[{"id": "TOR-71", "name": "Marco Rossi", "state": "pending"},'
+        ' {"id": "TOR-72", "name": "Maria Russo", "state": "pending"}]'
+    )
+    assert picked("pending") == (0,)  # a value both records have tells them apart from none
+    assert picked("TOR-72") == (1,)
+    for content in ("not json", "7", '{"a": [1, 2]}', "[" * 5000):
+        listed = content
+        assert picked("TOR-72") == (0,)  # no list of records: no evidence, no crash

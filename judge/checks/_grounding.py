@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -149,20 +150,18 @@ def unsupported_numbers(case: Case) -> tuple[str, ...]:
 def failed_tool_results(case: Case) -> int:
     """The tool messages of the conversation that report an error (a JSON object with an
     `error`, or text that starts by saying so)."""
-    failed = 0
-    for message in case.messages:
-        if message.get("role") != "tool":
-            continue
-        text = _message_text(message).strip()
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            failed += bool(data.get("error"))
-        else:
-            failed += text[:40].casefold().lstrip("{[\"' ").startswith(("error", "failed"))
-    return failed
+    return sum(m.get("role") == "tool" and _reports_error(m) for m in case.messages)
+
+
+def _reports_error(message: dict[str, Any]) -> bool:
+    text = _message_text(message).strip()
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        return bool(data.get("error"))
+    return text[:40].casefold().lstrip("{[\"' ").startswith(("error", "failed"))
 
 
 def _value(number: str) -> float:
@@ -220,12 +219,22 @@ def _fits(case: Case, said: set[str]) -> dict[str, int]:
 def repeated_calls(case: Case) -> int:
     """The response's calls that repeat an earlier call exactly (the same name, equal
     arguments), of the response or of the conversation: a duplicated write, or a request
-    made again after its result came back (clipped to 3)."""
+    made again after its result came back (clipped to 3). A call made again after its
+    result reported an error is a retry, not a repeat. (Earlier user turns count too: on the
+    sample, calls repeated after "thanks" or after a confirmed cancellation are wrong, and no
+    labelled public case repeats a call across turns rightly.)"""
+    failed = {
+        str(m.get("tool_call_id"))
+        for m in case.messages
+        if m.get("role") == "tool" and _reports_error(m)
+    }
     seen: list[tuple[str, Any]] = []
     for message in case.messages:
-        for call in message.get("tool_calls") or ():
-            function = (call.get("function") or {}) if isinstance(call, dict) else {}
-            seen.append((str(function.get("name")), _comparable(function.get("arguments"))))
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and str(call.get("id")) not in failed:
+                seen.append((str(function.get("name")), _comparable(function.get("arguments"))))
     repeated = 0
     for response_call in case.tool_calls:
         key = (response_call.name, _comparable(response_call.arguments))
@@ -248,10 +257,12 @@ def guessed_required(case: Case) -> int:
     conversation never mentions: a required value made up instead of asked for (clipped
     to 3). Optional values the user never gave are often sensible defaults; required ones
     seldom are."""
-    required: dict[str, set[str]] = {}
+    required: dict[str, set[str]] = {}  # a tool listed twice: what either entry requires
     for t in case.tools:
         listed = (t.parameters or {}).get("required")
-        required[t.name] = {str(k) for k in listed} if isinstance(listed, list) else set()
+        required.setdefault(t.name, set()).update(
+            str(k) for k in (listed if isinstance(listed, list) else ())
+        )
     guessed = 0
     for value in ungrounded_values(case):
         top = value.path.split("/")[1].replace("~1", "/").replace("~0", "~")
@@ -281,24 +292,36 @@ def unsaid_options(case: Case) -> tuple[int, ...]:
         parsed.append(arguments)
         if arguments is not None:
             used.update(_option(v) for v in arguments.values() if isinstance(v, str))
-    properties = {t.name: (t.parameters or {}).get("properties") for t in case.tools}
+    options = _enum_options(case)
     found = []
     for call, arguments in zip(case.tool_calls, parsed, strict=True):
         count = 0
-        schemas = properties.get(call.name)
         for key, value in (arguments or {}).items():
-            schema = schemas.get(key) if isinstance(schemas, dict) else None
-            options = schema.get("enum") if isinstance(schema, dict) else None
-            if not isinstance(options, list) or not isinstance(value, str):
+            listed = options.get((call.name, str(key)))
+            if not listed or not isinstance(value, str):
                 continue
-            others = {_option(o) for o in options if isinstance(o, str)} - {_option(value)}
-            value_stems = {w[:5] for w in _option(value).split()}
+            others = listed - {_option(value)}
+            value_stems = _stems(value) or {w[:5] for w in _option(value).split()}
             if value_stems <= stems or _said(_option(value), said):
                 continue
             if any(_said(o, said) and o not in used and o not in _GENERIC for o in others):
                 count += 1
         found.append(count)
     return tuple(found)
+
+
+def _enum_options(case: Case) -> dict[tuple[str, str], set[str]]:
+    """Per (tool, parameter): the string options of its `enum`, as words (a tool listed twice:
+    the options of either entry)."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for t in case.tools:
+        properties = (t.parameters or {}).get("properties")
+        for key, schema in properties.items() if isinstance(properties, dict) else ():
+            listed = schema.get("enum") if isinstance(schema, dict) else None
+            if isinstance(listed, list):
+                words = {_option(o) for o in listed if isinstance(o, str)}
+                found.setdefault((t.name, str(key)), set()).update(words)
+    return found
 
 
 def _option(value: str) -> str:
@@ -317,22 +340,30 @@ _GENERIC = frozenset(("all", "any", "auto", "both", "default", "none", "other", 
 
 
 def other_records(case: Case) -> tuple[int, ...]:
-    """Per call: 1 where it holds a value that only one record of a listed tool result has
-    (an id, a price), while another record of that list shares more of the user's words (the
+    """Per call: 1 where it holds a value (three characters or more) that only one record of
+    a listed tool result has (an id, a name, a price), while another record of that list
+    shares more of the user's words and the call holds none of that record's own values (the
     user asked for Marco's request; the call approves Maria's)."""
     user = _stems(" ".join(_message_text(m) for m in case.messages if m.get("role") == "user"))
-    lists: list[list[dict[str, Any]]] = []
-    for message in case.messages:
-        if message.get("role") == "tool":
-            try:
-                _record_lists(json.loads(_message_text(message)), lists)
-            except ValueError:
-                continue
-    found = []
+    found = [0] * len(case.tool_calls)
+    held = []
     for call in case.tool_calls:
         arguments, _ = parse_arguments(call.arguments)
-        held = {_normalise(str(v)) for _, v in _leaves(arguments or {}, ()) if len(str(v)) > 1}
-        found.append(int(any(_picked_worse(records, held, user) for records in lists)))
+        held.append({_normalise(str(v)) for _, v in _leaves(arguments or {}, ())})
+    for message in case.messages:
+        if message.get("role") != "tool":
+            continue
+        lists: list[list[dict[str, Any]]] = []
+        try:
+            _record_lists(json.loads(_message_text(message)), lists)
+        except (ValueError, RecursionError):  # not JSON, or nested past reading
+            continue
+        for records in lists:
+            own, fits = _own_values(records, user)
+            best = max(fits)
+            for index, values in enumerate(held):
+                picked = [fit for mine, fit in zip(own, fits, strict=True) if values & mine]
+                found[index] |= bool(picked) and max(picked) < best
     return tuple(found)
 
 
@@ -348,11 +379,11 @@ def _record_lists(value: Any, into: list[list[dict[str, Any]]]) -> None:
             _record_lists(item, into)
 
 
-def _picked_worse(records: list[dict[str, Any]], held: set[str], user: set[str]) -> bool:
+def _own_values(records: list[dict[str, Any]], user: set[str]) -> tuple[list[set[str]], list[int]]:
+    """Per record: its values of three characters or more that no other record of the list
+    has, and how many of the user's words all its values share."""
     values = [{_normalise(str(v)) for _, v in _leaves(r, ())} for r in records]
     fits = [len(user & _stems(" ".join(v))) for v in values]
-    for index, own in enumerate(values):
-        others = set().union(*(v for i, v in enumerate(values) if i != index))
-        if held & (own - others) and fits[index] < max(fits):
-            return True
-    return False
+    counted = Counter(v for mine in values for v in mine)
+    own = [{v for v in mine if counted[v] == 1 and len(v) > 2} for mine in values]
+    return own, fits

@@ -76,7 +76,11 @@ def questions_for(
     """The verdicts decided without asking, and the questions left for the judge."""
     variables = rubric_variables(case, checked)
     scored = rubrics.selection.scored or rubrics.arguments.scored
-    per_call = _call_counts(case, variables["ungrounded"]) if scored else []
+    per_call = (
+        _call_counts(case, variables["ungrounded"], arguments=rubrics.arguments.scored)
+        if scored
+        else []
+    )
     broken: dict[int, list[Failure]] = {}
     for call, failure in response_failures(case, checked):
         if call is not None and failure.kind in DERIVED_PROBLEMS:
@@ -169,22 +173,24 @@ def questions_for(
 
 
 def _call_counts(
-    case: Case, ungrounded: list[dict[str, Any]]
+    case: Case, ungrounded: list[dict[str, Any]], *, arguments: bool
 ) -> list[tuple[tuple[str, float], ...]]:
     """What code counts per call for a scored arguments rubric: its values found nowhere in
     the conversation, the user's numbers and quoted phrases that no call holds (the same for
-    each call), its options the user did not say where they said another, and its values
-    taken from a listed record that fits the user's words worse than another."""
+    each call), and for an arguments rubric, its options the user did not say where they
+    said another, and its values taken from a listed record that fits the user's words worse
+    than another."""
     unused = float(len(unused_user_values(case)))
+    found: list[tuple[tuple[str, float], ...]] = [
+        (("ungrounded", float(sum(u["call"] == index for u in ungrounded))), ("unused", unused))
+        for index in range(len(case.tool_calls))
+    ]
+    if not arguments:
+        return found
     options, records = unsaid_options(case), other_records(case)
     return [
-        (
-            ("ungrounded", float(sum(u["call"] == index for u in ungrounded))),
-            ("unused", unused),
-            ("unsaid_options", float(options[index])),
-            ("other_records", float(records[index])),
-        )
-        for index in range(len(case.tool_calls))
+        (*counts, ("unsaid_options", float(n)), ("other_records", float(m)))
+        for counts, n, m in zip(found, options, records, strict=True)
     ]
 
 
@@ -196,7 +202,7 @@ def _selection_counts(
     called tool fits the request against the others, the calls repeated exactly, the required
     values made up; for a reply without calls, how well the best tool would have fitted."""
     if not case.tool_calls:
-        return (("ungrounded", 0.0), ("unused", 0.0), ("best_fit", float(best_fit(case))))
+        return (("best_fit", float(best_fit(case))),)
     ungrounded = sum(dict(counts)["ungrounded"] for counts in per_call)
     unused = float(len(unused_user_values(case)))
     return (
