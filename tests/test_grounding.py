@@ -191,6 +191,11 @@ def test_calls_that_repeat_an_earlier_call_exactly() -> None:
     ]
     [loaded] = load_cases([case([paris], messages=odd)])
     assert repeated_calls(loaded) == 0  # malformed history is read past, not a crash
+    block = {"type": "tool_use", "id": "t1", "name": "get_weather",
+             "input": {"days": 2, "city": "Paris"}}  # fmt: skip
+    anthropic = [failed[0], {"role": "assistant", "content": [block]}]
+    [loaded] = load_cases([case([paris], messages=anthropic)])
+    assert repeated_calls(loaded) == 1  # history in any provider's shape
 
 
 def test_required_values_the_conversation_never_gave() -> None:

@@ -138,6 +138,13 @@ def test_an_option_the_user_did_not_say_weighs_against_the_arguments(tmp_path: P
     assert listed.verdict == "incorrect" and listed.problems == ("wrong_entity",)
 
 
+def test_the_reasoning_can_state_every_count_from_code() -> None:
+    from judge.judging._rubric import CODE_FEATURES
+    from judge.judging._scored import _COUNTS_SAID
+
+    assert set(_COUNTS_SAID) == CODE_FEATURES
+
+
 def test_repeated_calls_and_made_up_required_values_weigh_against_the_selection(
     tmp_path: Path,
 ) -> None:

@@ -12,11 +12,12 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from judge.cases._calls import ShapeError, normalise_response
 from judge.cases._case import Case
 from judge.cases._json import pointer
 from judge.checks._structure import parse_arguments
@@ -90,6 +91,11 @@ def _message_text(message: dict[str, Any]) -> str:
             str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
         )
     return "" if content is None else str(content)
+
+
+def _user_text(case: Case) -> str:
+    """Everything the user said, every turn."""
+    return " ".join(_message_text(m) for m in case.messages if m.get("role") == "user")
 
 
 def _last_user_message(case: Case) -> dict[str, Any] | None:
@@ -230,11 +236,15 @@ def repeated_calls(case: Case) -> int:
     }
     seen: list[tuple[str, Any]] = []
     for message in case.messages:
-        calls = message.get("tool_calls")
-        for call in calls if isinstance(calls, list) else ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and str(call.get("id")) not in failed:
-                seen.append((str(function.get("name")), _comparable(function.get("arguments"))))
+        if message.get("role") != "assistant":
+            continue
+        try:  # any provider's shape, as the trajectory reads it; a malformed turn is skipped
+            earlier = normalise_response(message)
+        except ShapeError:
+            continue
+        for call in earlier.tool_calls if earlier is not None else ():
+            if str(call.id) not in failed:
+                seen.append((call.name, _comparable(call.arguments)))
     repeated = 0
     for response_call in case.tool_calls:
         key = (response_call.name, _comparable(response_call.arguments))
@@ -243,20 +253,18 @@ def repeated_calls(case: Case) -> int:
     return min(repeated, _MARGIN)
 
 
-def _comparable(text: Any) -> Any:
+def _comparable(text: str) -> Any:
     """A call's arguments as a value to compare: parsed, or the raw text when they do not
     parse (two broken calls are the same only when their text is)."""
-    if isinstance(text, dict):  # a conversation may hold its calls' arguments parsed
-        return text
-    arguments, _ = parse_arguments(str(text or "{}"))
-    return arguments if arguments is not None else ("unparsed", str(text))
+    arguments, _ = parse_arguments(text or "{}")
+    return arguments if arguments is not None else ("unparsed", text)
 
 
-def guessed_required(case: Case) -> int:
+def guessed_required(case: Case, ungrounded: Sequence[UngroundedValue] | None = None) -> int:
     """The values of required parameters (top-level keys the tool's schema requires) that the
     conversation never mentions: a required value made up instead of asked for (clipped
     to 3). Optional values the user never gave are often sensible defaults; required ones
-    seldom are."""
+    seldom are. `ungrounded`: the case's `ungrounded_values`, where already found."""
     required: dict[str, set[str]] = {}  # a tool listed twice: what either entry requires
     for t in case.tools:
         listed = (t.parameters or {}).get("required")
@@ -264,7 +272,7 @@ def guessed_required(case: Case) -> int:
             str(k) for k in (listed if isinstance(listed, list) else ())
         )
     guessed = 0
-    for value in ungrounded_values(case):
+    for value in ungrounded_values(case) if ungrounded is None else ungrounded:
         top = value.path.split("/")[1].replace("~1", "/").replace("~0", "~")
         guessed += top in required.get(case.tool_calls[value.call].name, set())
     return min(guessed, _MARGIN)
@@ -283,7 +291,7 @@ def unsaid_options(case: Case) -> tuple[int, ...]:
     options, whole, that no call uses (`fahrenheit` asked, `celsius` sent). Options are
     compared as words (`living_room` is "living room"); numbers and generic options (`all`,
     `auto`, `none`) are never taken as said."""
-    text = " ".join(_message_text(m) for m in case.messages if m.get("role") == "user")
+    text = _user_text(case)
     said, stems = _words_of(text), _stems(text)
     used: set[str] = set()
     parsed = []
@@ -344,7 +352,7 @@ def other_records(case: Case) -> tuple[int, ...]:
     a listed tool result has (an id, a name, a price), while another record of that list
     shares more of the user's words and the call holds none of that record's own values (the
     user asked for Marco's request; the call approves Maria's)."""
-    user = _stems(" ".join(_message_text(m) for m in case.messages if m.get("role") == "user"))
+    user = _stems(_user_text(case))
     found = [0] * len(case.tool_calls)
     held = []
     for call in case.tool_calls:

@@ -107,7 +107,7 @@ def questions_for(
                 if rubric.scored
                 else selection_schema(rubric.reasoning_max_length, rubric.decide_action),
                 tuple(range(len(case.tool_calls))),
-                _selection_counts(case, per_call) if rubric.scored else (),
+                _selection_counts(case, checked, per_call) if rubric.scored else (),
             )
         )
     derived: list[ArgumentVerdict] = []
@@ -175,11 +175,11 @@ def questions_for(
 def _call_counts(
     case: Case, ungrounded: list[dict[str, Any]], *, arguments: bool
 ) -> list[tuple[tuple[str, float], ...]]:
-    """What code counts per call for a scored arguments rubric: its values found nowhere in
-    the conversation, the user's numbers and quoted phrases that no call holds (the same for
-    each call), and for an arguments rubric, its options the user did not say where they
-    said another, and its values taken from a listed record that fits the user's words worse
-    than another."""
+    """What code counts per call: its values found nowhere in the conversation and the user's
+    numbers and quoted phrases that no call holds (the same for each call); with `arguments`
+    (a scored arguments rubric) also its options the user did not say where they said
+    another, and whether it took a value from a listed record that fits the user's words
+    worse than another."""
     unused = float(len(unused_user_values(case)))
     found: list[tuple[tuple[str, float], ...]] = [
         (("ungrounded", float(sum(u["call"] == index for u in ungrounded))), ("unused", unused))
@@ -195,7 +195,7 @@ def _call_counts(
 
 
 def _selection_counts(
-    case: Case, per_call: list[tuple[tuple[str, float], ...]]
+    case: Case, checked: CaseResult, per_call: list[tuple[tuple[str, float], ...]]
 ) -> tuple[tuple[str, float], ...]:
     """What code counts for a scored selection rubric: the values of all calls found nowhere
     in the conversation and the user's values that no call holds; for calls, how well the
@@ -204,13 +204,13 @@ def _selection_counts(
     if not case.tool_calls:
         return (("best_fit", float(best_fit(case))),)
     ungrounded = sum(dict(counts)["ungrounded"] for counts in per_call)
-    unused = float(len(unused_user_values(case)))
+    unused = dict(per_call[0])["unused"]  # the same for every call
     return (
         ("ungrounded", ungrounded),
         ("unused", unused),
         ("word_margin", float(word_margin(case))),
         ("repeated", float(repeated_calls(case))),
-        ("guessed_required", float(guessed_required(case))),
+        ("guessed_required", float(guessed_required(case, checked.ungrounded_values))),
     )
 
 

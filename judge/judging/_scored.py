@@ -93,6 +93,22 @@ def _decision(rubric: Rubric, branch: str, fitted: Fit | None) -> tuple[Combine,
     return combine, combine.threshold
 
 
+_COUNTS_SAID = {
+    "ungrounded": "{:g} value(s) found nowhere in the conversation",
+    "unused": "{:g} value(s) of the user's in no call",
+    "unsaid_options": "{:g} option(s) the user did not say, where they said another",
+    "other_records": "a value of a listed record that fits the user's words worse than another",
+    "word_margin": "word margin of the called tool over the closest other: {:+g}",
+    "repeated": "{:g} call(s) repeating an earlier call exactly",
+    "guessed_required": "{:g} required value(s) the conversation never gave",
+    "best_fit": "the best-fitting tool shares {:g} of the user's words",
+    "unsupported": "{:g} number(s) of the reply found nowhere before it",
+    "tool_errors": "{:g} tool result(s) reporting an error",
+}
+"""How the reasoning states each count from code (`CODE_FEATURES`), where it is not 0."""
+_SAID_AT_ZERO = frozenset(("best_fit",))  # no tool fitting the request is evidence too
+
+
 def _described(
     rubric: Rubric, answers: dict[str, float], counts: dict[str, float], p: float, threshold: float
 ) -> str:
@@ -101,28 +117,11 @@ def _described(
         f"{name}: {first if value >= 0.5 else second} ({value:.2f})"
         for name, value in answers.items()
     ]
-    if counts.get("ungrounded"):
-        said.append(f"{counts['ungrounded']:g} value(s) found nowhere in the conversation")
-    if counts.get("unused"):
-        said.append(f"{counts['unused']:g} value(s) of the user's in no call")
-    if counts.get("unsaid_options"):
-        options = counts["unsaid_options"]
-        said.append(f"{options:g} option(s) the user did not say, where they said another")
-    if counts.get("other_records"):
-        said.append("a value of a listed record that fits the user's words worse than another")
-    if counts.get("word_margin"):
-        margin = counts["word_margin"]
-        said.append(f"word margin of the called tool over the closest other: {margin:+g}")
-    if counts.get("repeated"):
-        said.append(f"{counts['repeated']:g} call(s) repeating an earlier call exactly")
-    if counts.get("guessed_required"):
-        said.append(f"{counts['guessed_required']:g} required value(s) the conversation never gave")
-    if "best_fit" in counts:
-        said.append(f"the best-fitting tool shares {counts['best_fit']:g} of the user's words")
-    if counts.get("unsupported"):
-        said.append(f"{counts['unsupported']:g} number(s) of the reply found nowhere before it")
-    if counts.get("tool_errors"):
-        said.append(f"{counts['tool_errors']:g} tool result(s) reporting an error")
+    said += [
+        _COUNTS_SAID[name].format(value)
+        for name, value in counts.items()
+        if name in _COUNTS_SAID and (value or name in _SAID_AT_ZERO)
+    ]
     return "; ".join(said) + f". P(correct) = {p:.2f} (threshold {threshold:g})."
 
 
