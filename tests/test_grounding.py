@@ -166,6 +166,8 @@ def test_calls_that_repeat_an_earlier_call_exactly() -> None:
     assert repeats([paris]) == 0
     assert repeats([paris, call("get_weather", {"days": 2, "city": "Paris"})]) == 1  # key order
     assert repeats([paris, call("get_weather", {"city": "Rome", "days": 2})]) == 0
+    for other in (2.0, True, "2"):  # equal in Python, not in JSON: a different call
+        assert repeats([paris, call("get_weather", {"city": "Paris", "days": other})]) == 0
     assert repeats([paris, call("get_time", {"city": "Paris", "days": 2})]) == 0
     assert repeats([paris], earlier=[paris]) == 1  # asked again after its result came back
     as_object = {"name": "get_weather", "arguments": {"days": 2, "city": "Paris"}}

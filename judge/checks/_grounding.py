@@ -234,7 +234,7 @@ def repeated_calls(case: Case) -> int:
         for m in case.messages
         if m.get("role") == "tool" and _reports_error(m)
     }
-    seen: list[tuple[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
     for message in case.messages:
         if message.get("role") != "assistant":
             continue
@@ -244,20 +244,23 @@ def repeated_calls(case: Case) -> int:
             continue
         for call in earlier.tool_calls if earlier is not None else ():
             if str(call.id) not in failed:
-                seen.append((call.name, _comparable(call.arguments)))
+                seen.add((call.name, _comparable(call.arguments)))
     repeated = 0
     for response_call in case.tool_calls:
         key = (response_call.name, _comparable(response_call.arguments))
         repeated += key in seen
-        seen.append(key)
+        seen.add(key)
     return min(repeated, _MARGIN)
 
 
-def _comparable(text: str) -> Any:
-    """A call's arguments as a value to compare: parsed, or the raw text when they do not
-    parse (two broken calls are the same only when their text is)."""
+def _comparable(text: str) -> str:
+    """A call's arguments as text to compare: parsed and written again with sorted keys, so
+    key order and spacing do not count but types do (`1`, `1.0` and `true` differ); the raw
+    text when they do not parse (two broken calls are the same only when their text is)."""
     arguments, _ = parse_arguments(text or "{}")
-    return arguments if arguments is not None else ("unparsed", text)
+    if arguments is None:
+        return f"unparsed:{text}"
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 def guessed_required(case: Case, ungrounded: Sequence[UngroundedValue] | None = None) -> int:
