@@ -144,8 +144,17 @@ def _compile(root: Path, core: ModuleType, out: Path) -> dict[str, tuple[Path, s
         config = Path(temp, "mypy.ini")
         config.write_text(_MYPY.format(cache=Path(temp, "mypy_cache")))
         subprocess.run(
-            [sys.executable, "-c", _COMPILE, str(config), f"{temp}/c", f"{temp}/o", str(out),
-             core.GROUP, *paths],
+            [
+                sys.executable,
+                "-c",
+                _COMPILE,
+                str(config),
+                f"{temp}/c",
+                f"{temp}/o",
+                str(out),
+                core.GROUP,
+                *paths,
+            ],
             cwd=root,
             check=True,
             capture_output=True,

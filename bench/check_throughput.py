@@ -32,7 +32,7 @@ THIRD_PARTY = {  # worker name: (label, what is timed)
 
 # The seed guide's reference loop, run as its own process: stdlib json, a new Draft7Validator per
 # call, plain list equality for selection and argument values, one result line out per case.
-REFERENCE_LOOP = '''\
+REFERENCE_LOOP = """\
 import json
 import sys
 
@@ -64,7 +64,7 @@ with open(sys.argv[1], encoding="utf-8") as src, open(sys.argv[2], "w", encoding
         out.write(json.dumps({"id": case["id"], "tool_selection": selection,
                               "schema_valid": schema_valid, "argument_values": values,
                               "passed": passed}) + "\\n")
-'''
+"""
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,9 @@ class Measurement:
 def build_cases(source: Path, n: int, dest: Path) -> int:
     """Write `n` cases to `dest` by cycling `source`, each copy with a unique id; return the
     number of source lines."""
-    cases = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
-             if line.strip()]
+    cases = [
+        json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     with dest.open("w", encoding="utf-8") as out:
         for i in range(n):
             case = dict(cases[i % len(cases)])
@@ -108,14 +109,14 @@ def pin() -> list[str]:
     return ["taskset", "-c", "0"] if shutil.which("taskset") else []
 
 
-def time_process(cmd: list[str], output: Path, n: int, env: dict[str, str] | None = None
-                 ) -> float:
+def time_process(cmd: list[str], output: Path, n: int, env: dict[str, str] | None = None) -> float:
     """Run `cmd` (stdout discarded), check that it wrote `n` lines to `output`, return its
     wall time in seconds."""
     output.unlink(missing_ok=True)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          env=env)
+    proc = subprocess.run(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
@@ -126,15 +127,24 @@ def time_process(cmd: list[str], output: Path, n: int, env: dict[str, str] | Non
     return elapsed
 
 
-def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int, compiled: bool
-                    ) -> tuple[Measurement, Measurement, Measurement, Measurement | None]:
+def bench_processes(
+    judge: Path, cases: Path, tmp: Path, n: int, repeats: int, compiled: bool
+) -> tuple[Measurement, Measurement, Measurement, Measurement | None]:
     """Best-of-`repeats` wall time of judge (`--jobs 1` pinned, `--jobs 2` unpinned) and of the
     reference loop (pinned), runs interleaved; with a compiled core, also judge `--jobs 1`
     reading the core's Python source (`JUDGE_CORE=source`)."""
     reference = tmp / "reference_loop.py"
     reference.write_text(REFERENCE_LOOP, encoding="utf-8")
-    judge_cmd = [str(judge), "check", str(cases), "-o", str(tmp / "judge.jsonl"),
-                 "--format", "json", "--no-progress"]
+    judge_cmd = [
+        str(judge),
+        "check",
+        str(cases),
+        "-o",
+        str(tmp / "judge.jsonl"),
+        "--format",
+        "json",
+        "--no-progress",
+    ]
     one = [*pin(), *judge_cmd, "--jobs", "1"]
     two = [*judge_cmd, "--jobs", "2"]
     ref_cmd = [*pin(), interpreter_of(judge), str(reference), str(cases), str(tmp / "ref.jsonl")]
@@ -147,14 +157,29 @@ def bench_processes(judge: Path, cases: Path, tmp: Path, n: int, repeats: int, c
         if compiled:
             times["src"].append(time_process(one, tmp / "judge.jsonl", n, source_env))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    source = (Measurement("judge check --jobs 1, source core", n, min(times["src"]),
-                          "JUDGE_CORE=source: the core not compiled") if compiled else None)
-    return (Measurement("judge check --jobs 1", n, min(times["one"]), "full semantics, one core"),
-            Measurement("reference loop (whole process)", n, min(times["ref"]),
-                        "new Draft7Validator per call"),
-            Measurement("judge check --jobs 2", n, min(times["two"]),
-                        f"two worker processes ({cores} cores here)"),
-            source)
+    source = (
+        Measurement(
+            "judge check --jobs 1, source core",
+            n,
+            min(times["src"]),
+            "JUDGE_CORE=source: the core not compiled",
+        )
+        if compiled
+        else None
+    )
+    return (
+        Measurement("judge check --jobs 1", n, min(times["one"]), "full semantics, one core"),
+        Measurement(
+            "reference loop (whole process)", n, min(times["ref"]), "new Draft7Validator per call"
+        ),
+        Measurement(
+            "judge check --jobs 2",
+            n,
+            min(times["two"]),
+            f"two worker processes ({cores} cores here)",
+        ),
+        source,
+    )
 
 
 def stage_seconds(cases: Path) -> dict[str, float]:
@@ -249,14 +274,29 @@ def deepeval_seconds(cases: list[dict[str, Any]]) -> float:
         def get_model_name(self) -> str:
             return "no-llm"
 
-    metric = ToolCorrectnessMetric(evaluation_params=[ToolCallParams.INPUT_PARAMETERS],
-                                   model=NoLLM(), async_mode=False, should_consider_ordering=True)
-    tests = [LLMTestCase(
-        input=str(case["messages"][-1].get("content") or ""), actual_output="",
-        tools_called=[ToolCall(name=name, input_parameters=args if isinstance(args, dict)
-                               else {"_raw": args}) for name, args in called(case)],
-        expected_tools=[ToolCall(name=c["name"], input_parameters=plain(c["arguments"]))
-                        for c in case.get("expected_calls") or []]) for case in cases]
+    metric = ToolCorrectnessMetric(
+        evaluation_params=[ToolCallParams.INPUT_PARAMETERS],
+        model=NoLLM(),
+        async_mode=False,
+        should_consider_ordering=True,
+    )
+    tests = [
+        LLMTestCase(
+            input=str(case["messages"][-1].get("content") or ""),
+            actual_output="",
+            tools_called=[
+                ToolCall(
+                    name=name, input_parameters=args if isinstance(args, dict) else {"_raw": args}
+                )
+                for name, args in called(case)
+            ],
+            expected_tools=[
+                ToolCall(name=c["name"], input_parameters=plain(c["arguments"]))
+                for c in case.get("expected_calls") or []
+            ],
+        )
+        for case in cases
+    ]
     start = time.perf_counter()
     for test in tests:
         metric.measure(test, _show_indicator=False)  # the indicator only prints
@@ -271,10 +311,25 @@ def agentevals_seconds(cases: list[dict[str, Any]]) -> float:
         return [*case["messages"], {"role": "assistant", "content": "", "tool_calls": calls}]
 
     evaluator = create_trajectory_match_evaluator(trajectory_match_mode="strict")
-    pairs = [(trajectory(case, (case.get("response") or {}).get("tool_calls") or []),
-              trajectory(case, [{"type": "function", "function": {
-                  "name": c["name"], "arguments": json.dumps(plain(c["arguments"]))}}
-                  for c in case.get("expected_calls") or []])) for case in cases]
+    pairs = [
+        (
+            trajectory(case, (case.get("response") or {}).get("tool_calls") or []),
+            trajectory(
+                case,
+                [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": c["name"],
+                            "arguments": json.dumps(plain(c["arguments"])),
+                        },
+                    }
+                    for c in case.get("expected_calls") or []
+                ],
+            ),
+        )
+        for case in cases
+    ]
     start = time.perf_counter()
     for outputs, reference in pairs:
         evaluator(outputs=outputs, reference_outputs=reference)
@@ -298,8 +353,17 @@ def run_third_party(python: str, tool: str, cases: Path, tmp: Path, n: int) -> M
     """Run `worker` for `tool` under `python`, in the temp dir (DeepEval writes files there)."""
     label, timed = THIRD_PARTY[tool]
     env = {**os.environ, "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "LANGSMITH_TRACING": "false"}
-    cmd = [*pin(), python, str(Path(__file__).resolve()), "--worker", tool,
-           "--source", str(cases), "--cases", str(n)]
+    cmd = [
+        *pin(),
+        python,
+        str(Path(__file__).resolve()),
+        "--worker",
+        tool,
+        "--source",
+        str(cases),
+        "--cases",
+        str(n),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -308,8 +372,12 @@ def run_third_party(python: str, tool: str, cases: Path, tmp: Path, n: int) -> M
     found = json.loads(lines[-1])
     if "skipped" in found:
         return Measurement(label, n, None, NOT_INSTALLED)
-    return Measurement(label, int(found["cases"]), float(found["seconds"]),
-                       f"in-process: {timed} (no start-up, inputs prebuilt)")
+    return Measurement(
+        label,
+        int(found["cases"]),
+        float(found["seconds"]),
+        f"in-process: {timed} (no start-up, inputs prebuilt)",
+    )
 
 
 def row(m: Measurement) -> str:
@@ -318,15 +386,22 @@ def row(m: Measurement) -> str:
     return f"  {m.name:<34}{m.cases:>8,}{secs:>10}{rate:>10}  {m.note}"
 
 
-def print_table(runs: tuple[Measurement, Measurement, Measurement], others: list[Measurement],
-                ratios: tuple[float, float], stages: dict[str, float], header: str) -> None:
+def print_table(
+    runs: tuple[Measurement, Measurement, Measurement],
+    others: list[Measurement],
+    ratios: tuple[float, float],
+    stages: dict[str, float],
+    header: str,
+) -> None:
     one, ref, two = runs
     print(header)
     print(f"  {'runner':<34}{'cases':>8}{'seconds':>10}{'cases/s':>10}  note")
     print("\n".join(row(m) for m in (one, ref)))
     verdict = "met" if ratios[0] >= TARGET_RATIO else "NOT met"
-    print(f"  {'ratio judge / reference':<34}{ratios[0]:>27.2f}x  target >= {TARGET_RATIO:.1f}x "
-          f"on one core: {verdict}")
+    print(
+        f"  {'ratio judge / reference':<34}{ratios[0]:>27.2f}x  target >= {TARGET_RATIO:.1f}x "
+        f"on one core: {verdict}"
+    )
     print(row(two))
     print(f"  {'ratio judge --jobs 2 / reference':<34}{ratios[1]:>27.2f}x")
     for m in others:
@@ -345,8 +420,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="JSONL to cycle")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each; best counts (5)")
     parser.add_argument("--judge", type=Path, default=None, help="the judge executable")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter for DeepEval / agentevals (default: this one)")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter for DeepEval / agentevals (default: this one)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--worker", choices=["deepeval", "agentevals"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -364,9 +442,15 @@ def core_of(judge: Path) -> str:
 
 def find_judge(given: Path | None) -> Path:
     """--judge, else judge beside this interpreter, in the repo's .venv, or on PATH."""
-    candidates = [given] if given else [Path(sys.executable).parent / "judge",
-                                        REPO / ".venv" / "bin" / "judge",
-                                        Path(shutil.which("judge") or "judge")]
+    candidates = (
+        [given]
+        if given
+        else [
+            Path(sys.executable).parent / "judge",
+            REPO / ".venv" / "bin" / "judge",
+            Path(shutil.which("judge") or "judge"),
+        ]
+    )
     found = next((p for p in candidates if p.is_file()), None)
     return found or sys.exit(f"judge executable not found: {candidates[0]} (pass --judge)")
 
@@ -386,7 +470,8 @@ def main(argv: list[str] | None = None) -> None:
         source_lines = build_cases(args.source, args.cases, cases)
         core = core_of(judge)
         judge_m, ref_m, jobs_m, source_m = bench_processes(
-            judge, cases, tmp, args.cases, args.repeats, core.startswith("compiled"))
+            judge, cases, tmp, args.cases, args.repeats, core.startswith("compiled")
+        )
         stages = stage_seconds(cases)
         small = min(args.cases, THIRD_PARTY_MAX_CASES)
         others = [run_third_party(args.python, tool, cases, tmp, small) for tool in THIRD_PARTY]
@@ -396,18 +481,38 @@ def main(argv: list[str] | None = None) -> None:
     jobs_ratio = (jobs_m.rate or 0.0) / (ref_m.rate or 1.0)
     pinned = "pinned to CPU 0" if pin() else "not pinned (no taskset)"
     if args.json:
-        print(json.dumps({
-            "cases": args.cases, "source": str(args.source), "source_lines": source_lines,
-            "repeats": args.repeats, "pinned": bool(pin()), "judge": str(judge), "core": core,
-            "runs": [{**asdict(m), "cases_per_s": m.rate}
-                     for m in [judge_m, ref_m, jobs_m, *others]],
-            "ratio": ratio, "target_ratio": TARGET_RATIO, "target_met": ratio >= TARGET_RATIO,
-            "jobs_2_ratio": jobs_ratio, "stages_s": stages,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "cases": args.cases,
+                    "source": str(args.source),
+                    "source_lines": source_lines,
+                    "repeats": args.repeats,
+                    "pinned": bool(pin()),
+                    "judge": str(judge),
+                    "core": core,
+                    "runs": [
+                        {**asdict(m), "cases_per_s": m.rate}
+                        for m in [judge_m, ref_m, jobs_m, *others]
+                    ],
+                    "ratio": ratio,
+                    "target_ratio": TARGET_RATIO,
+                    "target_met": ratio >= TARGET_RATIO,
+                    "jobs_2_ratio": jobs_ratio,
+                    "stages_s": stages,
+                },
+                indent=2,
+            )
+        )
         return
-    print_table((judge_m, ref_m, jobs_m), others, (ratio, jobs_ratio), stages,
-                f"judge check throughput: {args.cases:,} cases cycled from {args.source.name} "
-                f"({source_lines} lines), best of {args.repeats}, {pinned}; core: {core}")
+    print_table(
+        (judge_m, ref_m, jobs_m),
+        others,
+        (ratio, jobs_ratio),
+        stages,
+        f"judge check throughput: {args.cases:,} cases cycled from {args.source.name} "
+        f"({source_lines} lines), best of {args.repeats}, {pinned}; core: {core}",
+    )
 
 
 if __name__ == "__main__":

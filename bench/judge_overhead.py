@@ -40,8 +40,11 @@ SERVER_TIMEOUT_S = 30  # for the server process to start, answer a command, or e
 NOT_INSTALLED = "not installed (pip install deepeval / arize-phoenix-evals to include it)"
 THIRD_PARTY = {  # worker name: (label, top-level module, what is timed)
     "deepeval": ("DeepEval ArgumentCorrectness", "deepeval", "evaluate(), max_concurrent={c}"),
-    "phoenix": ("Phoenix ToolSelectionEvaluator", "phoenix",
-                "async_evaluate_dataframe(concurrency={c}), rate limiter raised"),
+    "phoenix": (
+        "Phoenix ToolSelectionEvaluator",
+        "phoenix",
+        "async_evaluate_dataframe(concurrency={c}), rate limiter raised",
+    ),
 }
 
 
@@ -67,7 +70,6 @@ class Measurement:
 
     def per_case(self, total: int) -> float | None:
         return total / self.cases if self.seconds and self.cases else None
-
 
 
 def text_of(content: Any) -> str:
@@ -147,15 +149,16 @@ def handler(latency: float) -> Callable[[dict[str, Any]], Reply]:
     return reply
 
 
-
 def usable(case: dict[str, Any]) -> bool:
     """A response with calls, each naming a listed tool with arguments that parse as JSON."""
     names = {t["function"]["name"] for t in case.get("tools") or []}
     calls = (case.get("response") or {}).get("tool_calls") or []
     try:
-        return bool(calls) and all(c["function"]["name"] in names
-                                   and isinstance(json.loads(c["function"]["arguments"]), dict)
-                                   for c in calls)
+        return bool(calls) and all(
+            c["function"]["name"] in names
+            and isinstance(json.loads(c["function"]["arguments"]), dict)
+            for c in calls
+        )
     except (KeyError, TypeError, ValueError):
         return False
 
@@ -163,11 +166,24 @@ def usable(case: dict[str, Any]) -> bool:
 def synthetic(i: int) -> dict[str, Any]:
     params = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     call = {"name": "get_weather", "arguments": json.dumps({"city": f"City {i}"})}
-    return {"id": f"weather-{i}", "tools": [{"type": "function", "function": {
-                "name": "get_weather", "description": "Weather in a city.", "parameters": params}}],
-            "messages": [{"role": "user", "content": f"What is the weather in City {i}?"}],
-            "response": {"content": None, "tool_calls": [
-                {"id": "c1", "type": "function", "function": call}]}}
+    return {
+        "id": f"weather-{i}",
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Weather in a city.",
+                    "parameters": params,
+                },
+            }
+        ],
+        "messages": [{"role": "user", "content": f"What is the weather in City {i}?"}],
+        "response": {
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": call}],
+        },
+    }
 
 
 def load_cases(source: Path, n: int) -> tuple[list[dict[str, Any]], str]:
@@ -178,10 +194,10 @@ def load_cases(source: Path, n: int) -> tuple[list[dict[str, Any]], str]:
             found = [c for c in (json.loads(line) for line in f if line.strip()) if usable(c)]
     if not found:
         return [synthetic(i) for i in range(n)], f"SYNTHETIC weather cases ({source} absent)"
-    cases = [{**found[i % len(found)], "id": f"{found[i % len(found)]['id']}#{i}"}
-             for i in range(n)]
+    cases = [
+        {**found[i % len(found)], "id": f"{found[i % len(found)]['id']}#{i}"} for i in range(n)
+    ]
     return cases, f"{source.name} ({len(found)} usable cases, cycled)"
-
 
 
 class Traffic(NamedTuple):
@@ -197,8 +213,11 @@ class Traffic(NamedTuple):
 def traffic(server: ChatServer, start: int) -> tuple[int, int, int]:
     """Requests, prompt characters and estimated prompt tokens the server saw since `start`."""
     seen = [s for s in server.seen[start:] if s.path.endswith("/chat/completions")]
-    return (len(seen), sum(prompt_chars(s.body) for s in seen),
-            sum(prompt_tokens(s.body) for s in seen))
+    return (
+        len(seen),
+        sum(prompt_chars(s.body) for s in seen),
+        sum(prompt_tokens(s.body) for s in seen),
+    )
 
 
 def serve_child(conn: Connection, latency: float) -> None:
@@ -232,8 +251,9 @@ class ServerProcess:
     def __init__(self, latency: float) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=serve_child, args=(child, latency),
-                                 name="judge-overhead-server", daemon=True)
+        self._proc = ctx.Process(
+            target=serve_child, args=(child, latency), name="judge-overhead-server", daemon=True
+        )
         self._proc.start()
         child.close()
         try:
@@ -252,15 +272,18 @@ class ServerProcess:
                 return self._conn.recv()
         except (EOFError, OSError):
             pass
-        raise RuntimeError(f"loopback server process: no answer to {command!r} in "
-                           f"{SERVER_TIMEOUT_S} s (exit code {self._proc.exitcode})")
+        raise RuntimeError(
+            f"loopback server process: no answer to {command!r} in "
+            f"{SERVER_TIMEOUT_S} s (exit code {self._proc.exitcode})"
+        )
 
     def _ask(self, command: str) -> Any:
         try:
             self._conn.send(command)
         except OSError as exc:
-            raise RuntimeError(f"loopback server process gone ({exc}; exit code "
-                               f"{self._proc.exitcode})") from exc
+            raise RuntimeError(
+                f"loopback server process gone ({exc}; exit code {self._proc.exitcode})"
+            ) from exc
         return self._receive(command)
 
     def reset(self) -> None:
@@ -303,8 +326,14 @@ def run_judge(server: ServerProcess, cases: list[dict[str, Any]], concurrency: i
     from judge.judging._grade import Judge
 
     async def grade() -> tuple[float, list[Any]]:
-        async with Judge(base_url=server.url, model=JUDGE_MODEL, api_key="x",
-                         concurrency=concurrency, cache=False, timeout=30) as judge:
+        async with Judge(
+            base_url=server.url,
+            model=JUDGE_MODEL,
+            api_key="x",
+            concurrency=concurrency,
+            cache=False,
+            timeout=30,
+        ) as judge:
             start = time.perf_counter()
             results = await judge.grade(cases)
             return time.perf_counter() - start, list(results)
@@ -328,17 +357,31 @@ def deepeval_worker(cases: list[dict[str, Any]], url: str, concurrency: int) -> 
     from deepeval.test_case import LLMTestCase, ToolCall
 
     model = GPTModel(model=THIRD_PARTY_MODEL, base_url=url, api_key="x")
-    tests = [LLMTestCase(input=text_of(c["messages"][-1].get("content")), actual_output="",
-                         tools_called=[ToolCall(name=t["function"]["name"],
-                                                input_parameters=json.loads(
-                                                    t["function"]["arguments"]))
-                                       for t in c["response"]["tool_calls"]]) for c in cases]
+    tests = [
+        LLMTestCase(
+            input=text_of(c["messages"][-1].get("content")),
+            actual_output="",
+            tools_called=[
+                ToolCall(
+                    name=t["function"]["name"],
+                    input_parameters=json.loads(t["function"]["arguments"]),
+                )
+                for t in c["response"]["tool_calls"]
+            ],
+        )
+        for c in cases
+    ]
     metric = ArgumentCorrectnessMetric(model=model)
     start = time.perf_counter()
-    result = evaluate(tests, [metric], async_config=AsyncConfig(max_concurrent=concurrency),
-                      display_config=DisplayConfig(show_indicator=False, print_results=False,
-                                                   inspect_after_run=False),
-                      cache_config=CacheConfig(write_cache=False))
+    result = evaluate(
+        tests,
+        [metric],
+        async_config=AsyncConfig(max_concurrent=concurrency),
+        display_config=DisplayConfig(
+            show_indicator=False, print_results=False, inspect_after_run=False
+        ),
+        cache_config=CacheConfig(write_cache=False),
+    )
     seconds = time.perf_counter() - start
     failed = sum(any(m.error for m in t.metrics_data or []) for t in result.test_results)
     return {"seconds": seconds, "cases": len(tests), "failed": failed}
@@ -349,17 +392,32 @@ def phoenix_worker(cases: list[dict[str, Any]], url: str, concurrency: int) -> d
 
     evals, metrics = import_module("phoenix.evals"), import_module("phoenix.evals.metrics")
     # Phoenix's adaptive rate limiter starts at 5 requests/s; raise it so the server sets the pace
-    llm = evals.LLM(provider="openai", model=THIRD_PARTY_MODEL, base_url=url, api_key="x",
-                    initial_per_second_request_rate=10_000)
-    rows = [{"input": "\n".join(f"{m['role']}: {text_of(m.get('content'))}" for m in c["messages"]),
-             "available_tools": json.dumps(c["tools"]),
-             "tool_selection": "\n".join(f"{t['function']['name']}({t['function']['arguments']})"
-                                         for t in c["response"]["tool_calls"])} for c in cases]
+    llm = evals.LLM(
+        provider="openai",
+        model=THIRD_PARTY_MODEL,
+        base_url=url,
+        api_key="x",
+        initial_per_second_request_rate=10_000,
+    )
+    rows = [
+        {
+            "input": "\n".join(f"{m['role']}: {text_of(m.get('content'))}" for m in c["messages"]),
+            "available_tools": json.dumps(c["tools"]),
+            "tool_selection": "\n".join(
+                f"{t['function']['name']}({t['function']['arguments']})"
+                for t in c["response"]["tool_calls"]
+            ),
+        }
+        for c in cases
+    ]
     frame = pd.DataFrame(rows)
     evaluator = metrics.ToolSelectionEvaluator(llm=llm)
     start = time.perf_counter()
-    out = asyncio.run(evals.async_evaluate_dataframe(
-        frame, [evaluator], concurrency=concurrency, hide_tqdm_bar=True))
+    out = asyncio.run(
+        evals.async_evaluate_dataframe(
+            frame, [evaluator], concurrency=concurrency, hide_tqdm_bar=True
+        )
+    )
     seconds = time.perf_counter() - start
     scored = [c for c in out.columns if str(c).endswith("_score")]
     failed = int(out[scored[0]].isna().sum()) if scored else len(rows)
@@ -379,19 +437,42 @@ def worker(tool: str, path: Path, url: str, concurrency: int) -> None:
     print("\n" + json.dumps(found), flush=True)
 
 
-def run_third_party(python: str, tool: str, server: ServerProcess, cases: Path, n: int,
-                    concurrency: int, tmp: Path) -> Measurement:
+def run_third_party(
+    python: str, tool: str, server: ServerProcess, cases: Path, n: int, concurrency: int, tmp: Path
+) -> Measurement:
     """Run `worker` for `tool` under `python` (in the temp dir, where DeepEval writes files);
     count what reached the server meanwhile."""
     label, _, timed = THIRD_PARTY[tool]
-    env = {**os.environ, "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "DEEPEVAL_NO_INSPECT_PROMPT": "1",
-           "PHOENIX_COLLECTOR_ENDPOINT": "", "OTEL_SDK_DISABLED": "true"}
-    cmd = [python, str(Path(__file__).resolve()), "--worker", tool, "--source", str(cases),
-           "--url", server.url, "--concurrency", str(concurrency)]
+    env = {
+        **os.environ,
+        "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+        "DEEPEVAL_NO_INSPECT_PROMPT": "1",
+        "PHOENIX_COLLECTOR_ENDPOINT": "",
+        "OTEL_SDK_DISABLED": "true",
+    }
+    cmd = [
+        python,
+        str(Path(__file__).resolve()),
+        "--worker",
+        tool,
+        "--source",
+        str(cases),
+        "--url",
+        server.url,
+        "--concurrency",
+        str(concurrency),
+    ]
     server.reset()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env,
-                              stdin=subprocess.DEVNULL, timeout=WORKER_TIMEOUT_S)
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            timeout=WORKER_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         return Measurement(label, n, None, note=f"failed: no result in {WORKER_TIMEOUT_S} s")
     except OSError as exc:
@@ -405,9 +486,15 @@ def run_third_party(python: str, tool: str, server: ServerProcess, cases: Path, 
     if "skipped" in found:
         return Measurement(label, n, None, note=NOT_INSTALLED)
     failed = f"; {found['failed']} cases failed" if found["failed"] else "; all scored"
-    return Measurement(label, int(found["cases"]), float(found["seconds"]), requests, chars,
-                       tokens, timed.format(c=concurrency) + failed)
-
+    return Measurement(
+        label,
+        int(found["cases"]),
+        float(found["seconds"]),
+        requests,
+        chars,
+        tokens,
+        timed.format(c=concurrency) + failed,
+    )
 
 
 def fmt(value: float | None, spec: str) -> str:
@@ -415,11 +502,13 @@ def fmt(value: float | None, spec: str) -> str:
 
 
 def row(m: Measurement) -> str:
-    return (f"  {m.name:<31}{m.cases:>6,}{fmt(m.seconds, '.2f'):>8}{fmt(m.rate, ',.1f'):>9}"
-            f"{fmt(m.request_rate, ',.0f'):>7}{fmt(m.per_case(m.requests), '.2f'):>7}"
-            f"{fmt(m.per_case(m.prompt_chars), ',.0f'):>8}"
-            f"{fmt(m.per_case(m.prompt_tokens), ',.0f'):>8}"
-            f"  {m.note}")
+    return (
+        f"  {m.name:<31}{m.cases:>6,}{fmt(m.seconds, '.2f'):>8}{fmt(m.rate, ',.1f'):>9}"
+        f"{fmt(m.request_rate, ',.0f'):>7}{fmt(m.per_case(m.requests), '.2f'):>7}"
+        f"{fmt(m.per_case(m.prompt_chars), ',.0f'):>8}"
+        f"{fmt(m.per_case(m.prompt_tokens), ',.0f'):>8}"
+        f"  {m.note}"
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -428,8 +517,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64, help="requests in flight (64)")
     parser.add_argument("--latency", type=float, default=0.1, help="server delay, seconds (0.1)")
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="JSONL of cases")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter for DeepEval / Phoenix (default: this one)")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter for DeepEval / Phoenix (default: this one)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--worker", choices=sorted(THIRD_PARTY), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -446,38 +538,69 @@ def main(argv: list[str] | None = None) -> None:
         return
     cases, origin = load_cases(args.source, args.cases)
     ideal = args.concurrency / args.latency
-    with server_process(args.latency) as server, \
-            tempfile.TemporaryDirectory(prefix="judge-overhead-") as tmp_name:
+    with (
+        server_process(args.latency) as server,
+        tempfile.TemporaryDirectory(prefix="judge-overhead-") as tmp_name,
+    ):
         tmp = Path(tmp_name)
         judge_m = run_judge(server, cases, args.concurrency)
         peak = server.stats().peak
         (tmp / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
-        others = [run_third_party(args.python, tool, server, tmp / "cases.json", len(cases),
-                                  args.concurrency, tmp) for tool in THIRD_PARTY]
+        others = [
+            run_third_party(
+                args.python, tool, server, tmp / "cases.json", len(cases), args.concurrency, tmp
+            )
+            for tool in THIRD_PARTY
+        ]
     ratio = (judge_m.request_rate or 0.0) / ideal
     verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
     if args.json:
-        print(json.dumps({
-            "cases": args.cases, "concurrency": args.concurrency, "latency_s": args.latency,
-            "source": origin, "ideal_requests_per_s": ideal, "judge_peak_in_flight": peak,
-            "runs": [{**asdict(m), "cases_per_s": m.rate, "requests_per_s": m.request_rate,
-                      "requests_per_case": m.per_case(m.requests),
-                      "prompt_chars_per_case": m.per_case(m.prompt_chars),
-                      "prompt_tokens_per_case": m.per_case(m.prompt_tokens)}
-                     for m in [judge_m, *others]],
-            "ratio": ratio, "target_ratio": TARGET_RATIO, "target_met": ratio >= TARGET_RATIO,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "cases": args.cases,
+                    "concurrency": args.concurrency,
+                    "latency_s": args.latency,
+                    "source": origin,
+                    "ideal_requests_per_s": ideal,
+                    "judge_peak_in_flight": peak,
+                    "runs": [
+                        {
+                            **asdict(m),
+                            "cases_per_s": m.rate,
+                            "requests_per_s": m.request_rate,
+                            "requests_per_case": m.per_case(m.requests),
+                            "prompt_chars_per_case": m.per_case(m.prompt_chars),
+                            "prompt_tokens_per_case": m.per_case(m.prompt_tokens),
+                        }
+                        for m in [judge_m, *others]
+                    ],
+                    "ratio": ratio,
+                    "target_ratio": TARGET_RATIO,
+                    "target_met": ratio >= TARGET_RATIO,
+                },
+                indent=2,
+            )
+        )
         return
-    print(f"judge overhead: {args.cases:,} cases from {origin}; loopback server answers after "
-          f"{args.latency * 1000:.0f} ms; concurrency {args.concurrency}")
-    print(f"  {'runner':<31}{'cases':>6}{'seconds':>8}{'cases/s':>9}{'req/s':>7}{'req/c':>7}"
-          f"{'chars/c':>8}{'tok/c':>8}  note")
+    print(
+        f"judge overhead: {args.cases:,} cases from {origin}; loopback server answers after "
+        f"{args.latency * 1000:.0f} ms; concurrency {args.concurrency}"
+    )
+    print(
+        f"  {'runner':<31}{'cases':>6}{'seconds':>8}{'cases/s':>9}{'req/s':>7}{'req/c':>7}"
+        f"{'chars/c':>8}{'tok/c':>8}  note"
+    )
     print(row(judge_m))
-    print(f"  judge requests/s / ideal ({args.concurrency} / {args.latency:g} s = {ideal:,.0f}/s):"
-          f" {ratio:.3f}  target >= {TARGET_RATIO}: {verdict}  (peak in flight: {peak})")
+    print(
+        f"  judge requests/s / ideal ({args.concurrency} / {args.latency:g} s = {ideal:,.0f}/s):"
+        f" {ratio:.3f}  target >= {TARGET_RATIO}: {verdict}  (peak in flight: {peak})"
+    )
     print("\n".join(row(m) for m in others))
-    print("  chars/c: prompt characters per case; tok/c: prompt tokens per case, estimated by the "
-          "server at 4 characters a token over messages and schema (judge: from its usage)")
+    print(
+        "  chars/c: prompt characters per case; tok/c: prompt tokens per case, estimated by the "
+        "server at 4 characters a token over messages and schema (judge: from its usage)"
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,11 @@ def without_messages(result: dict[str, Any]) -> dict[str, Any]:
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     a, b = without_messages(old), without_messages(new)
-    return [f"{key}: {a.get(key)!r} -> {b.get(key)!r}" for key in sorted(a.keys() | b.keys())
-            if a.get(key) != b.get(key)]
+    return [
+        f"{key}: {a.get(key)!r} -> {b.get(key)!r}"
+        for key in sorted(a.keys() | b.keys())
+        if a.get(key) != b.get(key)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="judge-same-") as tmp_name:
         tmp = Path(tmp_name)
         base = tmp / "base"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base),
-                        args.base], check=True)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base), args.base],
+            check=True,
+        )
         try:
             for cases in files:
                 old = results(base, cases.resolve(), tmp / "old.jsonl")
@@ -67,17 +72,21 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{cases}: {len(old)} results at {args.base}, {len(new)} now")
                     changed += 1
                     continue
-                found = [(o["id"], d) for o, n in zip(old, new, strict=True)
-                         if (d := differences(o, n))]
+                found = [
+                    (o["id"], d) for o, n in zip(old, new, strict=True) if (d := differences(o, n))
+                ]
                 changed += len(found)
                 reworded = sum(o != n for o, n in zip(old, new, strict=True)) - len(found)
-                print(f"{cases.name}: {len(new)} cases, {len(found)} differ "
-                      f"({reworded} more differ only in a message's wording)")
+                print(
+                    f"{cases.name}: {len(new)} cases, {len(found)} differ "
+                    f"({reworded} more differ only in a message's wording)"
+                )
                 for case_id, diff in found[:SHOWN]:
                     print(f"  {case_id}: " + "; ".join(diff))
         finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)],
-                           check=False)
+            subprocess.run(
+                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False
+            )
     return 1 if changed else 0
 
 

@@ -111,8 +111,9 @@ def test_the_state_follows_the_sources_the_build_recorded(
 
 
 def judge_out(args: list[str], env: dict[str, str], cwd: Path = REPO) -> bytes:
-    proc = subprocess.run([sys.executable, "-m", "judge", *args], capture_output=True, env=env,
-                          cwd=cwd)
+    proc = subprocess.run(
+        [sys.executable, "-m", "judge", *args], capture_output=True, env=env, cwd=cwd
+    )
     assert proc.returncode in (0, 1), proc.stderr.decode()
     return proc.stdout + proc.stderr
 
@@ -141,8 +142,9 @@ def test_the_compiled_and_the_source_core_give_the_same_results(
     env = {k: v for k, v in os.environ.items() if k != "JUDGE_CORE"}
     for path in [*INPUTS, *DATASETS]:
         built = judge_check(path, tmp_path / "built.jsonl", env, *options)
-        source = judge_check(path, tmp_path / "source.jsonl", {**env, "JUDGE_CORE": "source"},
-                             *options)
+        source = judge_check(
+            path, tmp_path / "source.jsonl", {**env, "JUDGE_CORE": "source"}, *options
+        )
         assert built == source, path.name
         assert built.count(b"\n") > 2
 
@@ -184,8 +186,18 @@ def tree_files(root: Path) -> set[str]:
 def build_wheel(root: Path, tmp_path: Path, **env: str) -> Path:
     out = tmp_path / "wheels"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation",
-         "--quiet", "-w", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            ".",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(out),
+        ],
         cwd=root,
         capture_output=True,
         text=True,
@@ -281,10 +293,12 @@ def test_a_build_that_cannot_compile_builds_python_and_leaves_nothing_compiled(
     monkeypatch.delenv("JUDGE_REQUIRE_COMPILED", raising=False)
 
     def left_by_an_earlier_build() -> list[Path]:
-        found = [root / "judge" / "checks" / "_plain.cpython-311-x86_64-linux-gnu.so",
-                 root / "judge" / "checks" / "_gone.cpython-311-x86_64-linux-gnu.so",
-                 root / f"{_core.GROUP}__mypyc.cpython-311-x86_64-linux-gnu.so",
-                 root / "judge" / _core.MANIFEST]
+        found = [
+            root / "judge" / "checks" / "_plain.cpython-311-x86_64-linux-gnu.so",
+            root / "judge" / "checks" / "_gone.cpython-311-x86_64-linux-gnu.so",
+            root / f"{_core.GROUP}__mypyc.cpython-311-x86_64-linux-gnu.so",
+            root / "judge" / _core.MANIFEST,
+        ]
         found += [root / "judge" / p for p in fake_build(root / "judge").values()]
         for path in found:
             path.write_bytes(b"old build")

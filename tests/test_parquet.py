@@ -131,7 +131,8 @@ def test_parquet_from_elsewhere_nested_columns_and_a_bad_row(tmp_path: Path) -> 
     subprocess.run([sys.executable, "-m", "judge", "check", str(path), "-o", str(out)],
                    capture_output=True, check=True)  # fmt: skip
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()][1:] == [
-        "good", "again"
+        "good",
+        "again",
     ]
 
 

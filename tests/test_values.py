@@ -322,15 +322,22 @@ def test_values_nested_as_deep_as_json_goes_are_graded_and_never_stop_the_batch(
     """Arguments nested 900 deep (msgspec reads up to about 990): compared without recursion,
     by either core, with or without a rule; the batch goes on."""
     path = tmp_path / "deep.jsonl"
-    lines = [deep_case("same", 900, "x", "x"), deep_case("other", 900, "x", "y"),
-             deep_case("after", 2, "x", "x")]
+    lines = [
+        deep_case("same", 900, "x", "x"),
+        deep_case("other", 900, "x", "y"),
+        deep_case("after", 2, "x", "x"),
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     env = {k: v for k, v in os.environ.items() if k != "JUDGE_CORE"}
     if core == "source":
         env["JUDGE_CORE"] = "source"
     out = tmp_path / "out.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "judge", "check", str(path), "-o", str(out)],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "judge", "check", str(path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr  # the whole batch is graded
     passed = [json.loads(line)["passed"] for line in out.read_text().splitlines()]
     assert passed == [True, False, True]
@@ -339,7 +346,8 @@ def test_values_nested_as_deep_as_json_goes_are_graded_and_never_stop_the_batch(
         "rules = {'*': {'*': ArgumentRule(case_sensitive=False)}}\n"
         "print([r.passed for r in check(sys.argv[1], rules=rules)])"
     )
-    proc = subprocess.run([sys.executable, "-c", api, str(path)], capture_output=True,
-                          text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", api, str(path)], capture_output=True, text=True, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[0] == "[True, False, True]"

@@ -46,9 +46,7 @@ def _raw_rows(path: str | PathLike[str]) -> tuple[set[str] | None, Iterator[dict
         handle = pq.ParquetFile(str(path))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not a readable Parquet file: {exc}") from None
-    rows = (
-        row for batch in handle.iter_batches(batch_size=_ROWS) for row in batch.to_pylist()
-    )
+    rows = (row for batch in handle.iter_batches(batch_size=_ROWS) for row in batch.to_pylist())
     return json_columns(handle.schema_arrow.metadata), rows
 
 

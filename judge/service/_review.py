@@ -49,9 +49,7 @@ class LabelBody(BaseModel):
     note: str | None = Field(default=None, max_length=10_000)
 
 
-def create_review_app(
-    review: Review, *, token: str | None = None
-) -> FastAPI:
+def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
     """The review app over `review`. `token` guards the API; without one, only requests
     addressed to a loopback name are answered."""
     app = FastAPI(
