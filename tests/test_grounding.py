@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -281,7 +282,9 @@ def test_options_the_user_did_not_say_where_they_said_another() -> None:
 def test_values_of_a_record_that_fits_the_user_worse_than_another() -> None:
     from judge.checks._grounding import other_records
 
-    listed = '[{"id": "TOR-71", "name": "Marco Rossi"}, {"id": "TOR-72", "name": "Maria Russo"}]'
+    listed: Any = (
+        '[{"id": "TOR-71", "name": "Marco Rossi"}, {"id": "TOR-72", "name": "Maria Russo"}]'
+    )
 
     def picked(request_id: str, said: str = "Approve Marco's time-off request") -> tuple[int, ...]:
         messages = [
@@ -304,6 +307,11 @@ def test_values_of_a_record_that_fits_the_user_worse_than_another() -> None:
     )
     assert picked("pending") == (0,)  # a value both records have tells them apart from none
     assert picked("TOR-72") == (1,)
+    records = [{"id": "TOR-71", "name": "Marco Rossi"}, {"id": "TOR-72", "name": "Maria Russo"}]
+    as_text = json.dumps(records)
+    for given in (records, {"requests": records}, [{"type": "text", "text": as_text}]):
+        listed = given  # already parsed, or in text parts
+        assert picked("TOR-72") == (1,)
     for content in ("not json", "7", '{"a": [1, 2]}', "[" * 5000):
         listed = content
         assert picked("TOR-72") == (0,)  # no list of records: no evidence, no crash

@@ -366,7 +366,7 @@ def other_records(case: Case) -> tuple[int, ...]:
             continue
         lists: list[list[dict[str, Any]]] = []
         try:
-            _record_lists(json.loads(_message_text(message)), lists)
+            _record_lists(_tool_value(message), lists)
         except (ValueError, RecursionError):  # not JSON, or nested past reading
             continue
         for records in lists:
@@ -376,6 +376,16 @@ def other_records(case: Case) -> tuple[int, ...]:
                 picked = [fit for mine, fit in zip(own, fits, strict=True) if values & mine]
                 found[index] |= bool(picked) and max(picked) < best
     return tuple(found)
+
+
+def _tool_value(message: dict[str, Any]) -> Any:
+    """A tool message's result as a value: its content parsed as JSON, or the content itself
+    where it already is one (an object, or a list that is not text parts)."""
+    content = message.get("content")
+    parts = isinstance(content, list) and all(isinstance(p, dict) and "type" in p for p in content)
+    if isinstance(content, dict) or (isinstance(content, list) and not parts):
+        return content
+    return json.loads(_message_text(message))
 
 
 def _record_lists(value: Any, into: list[list[dict[str, Any]]]) -> None:
