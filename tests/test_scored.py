@@ -212,6 +212,34 @@ def test_long_values_are_cut_with_a_marker(tmp_path: Path) -> None:
     assert len(prompt) < 13_000
 
 
+def test_a_long_conversation_in_any_script_fits_the_context(tmp_path: Path) -> None:
+    # 120 turns of CJK text: each turn is shortened, yet together they were 24,000 characters,
+    # some 17,000 tokens, past the embedded judge's 8,192. A character outside ASCII counts
+    # as four against the rubric's 12,000, so the cut leaves room in any script.
+    zh = "".join(chr(0x4E00 + (i * 7919) % 3000) for i in range(200))
+    messages = [{"role": r, "content": zh} for _ in range(60) for r in ("user", "assistant")]
+    long = case([call("get_weather", {"city": "北京"})]) | {"id": "zh"}
+    long["messages"] = [*messages, {"role": "user", "content": "北京天气?"}]
+    with serving(by_question) as server:
+        [result] = run(make_judge(server, tmp_path, rubrics=QUICK), [long])
+        prompt = server.chat_requests[0].body["messages"][-1]["content"]
+    assert result.judge is not None and result.judge.status == "ok"
+    assert "characters left out]" in prompt and "北京天气?" in prompt  # the end is kept
+    case_text = prompt.rsplit("\n\nQuestion: ", 1)[0]
+    assert 11_000 < len(case_text) + 3 * sum(not c.isascii() for c in case_text) <= 12_100
+
+
+def test_cut_middle_keeps_two_thirds_of_the_room_at_the_start() -> None:
+    from judge.judging._rubric import cut_middle
+
+    text = "a" * 9000 + "b" * 9000
+    cut = cut_middle(text, 12_000)
+    assert cut == "a" * 8000 + "\n...[6,000 characters left out]...\n" + "b" * 4000
+    assert cut_middle("é" * 3000, 12_000) == "é" * 3000  # 12,000 wide: fits
+    wide = cut_middle("é" * 3001 + "z", 12_000)
+    assert wide.startswith("é" * 2000 + "\n...[") and wide.endswith("é" * 999 + "z")
+
+
 def header(extra: str) -> str:
     return (
         '+++\nname = "s"\nversion = "1"\ndimension = "selection"\n'

@@ -132,7 +132,7 @@ class _Header(BaseModel):
     """A scored rubric's combination, for responses with calls and without."""
     max_prompt_chars: int | None = Field(default=None, ge=1000)
     """A rendered case longer than this is cut in the middle, with a marker (a small judge's
-    context is short)."""
+    context is short); a character outside ASCII counts as four."""
 
 
 def _neutralise(value: Any) -> Any:
@@ -243,13 +243,42 @@ class Rubric:
             ]
         except Exception as exc:  # any error of the template's own code, for this case
             raise RenderError(f"{self.path}: {type(exc).__name__}: {exc}") from exc
-        limit = self.max_prompt_chars
-        user = messages[1]["content"]
-        if limit is not None and len(user) > limit:
-            head, tail = user[: limit * 2 // 3], user[len(user) - limit // 3 :]
-            left_out = len(user) - len(head) - len(tail)
-            messages[1]["content"] = f"{head}\n...[{left_out:,} characters left out]...\n{tail}"
+        if self.max_prompt_chars is not None:
+            messages[1]["content"] = cut_middle(messages[1]["content"], self.max_prompt_chars)
         return messages
+
+
+WIDE = 4
+"""What a character outside ASCII counts as against `max_prompt_chars`: a CJK character is a
+token or more, where English takes about four characters to one."""
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """`text` with its middle left out, and a marker saying how much, where it is longer than
+    `limit` (ASCII characters; any other counts as `WIDE`): two thirds of the room for the
+    start, one third for the end, so no case passes the judge's context in any script."""
+    if len(text) <= limit // WIDE or _width(text) <= limit:
+        return text
+    head = _fitting(text, limit * 2 // 3)
+    tail = _fitting(text[::-1], limit // 3)[::-1]
+    left_out = len(text) - len(head) - len(tail)
+    return f"{head}\n...[{left_out:,} characters left out]...\n{tail}"
+
+
+def _width(text: str) -> int:
+    return len(text) + (WIDE - 1) * sum(not c.isascii() for c in text)
+
+
+def _fitting(text: str, room: int) -> str:
+    """The longest start of `text` whose width is at most `room`."""
+    if len(text) <= room // WIDE or _width(text[:room]) <= room:  # the common case: ASCII
+        return text[:room]
+    used = 0
+    for end, char in enumerate(text):
+        used += 1 if char.isascii() else WIDE
+        if used > room:
+            return text[:end]
+    return text
 
 
 @dataclass(frozen=True)
