@@ -57,6 +57,24 @@ def test_a_missing_chunk_package_says_how_to_fix_it(monkeypatch: pytest.MonkeyPa
         _local.chunk_files()
 
 
+def test_the_embedded_model_is_asked_one_at_a_time_and_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 4,000-token case takes over two minutes at 30 prompt tokens a second: abandoned at the
+    # hosted default of 120 s and retried, it was evaluated twice, three times, side by side.
+    import asyncio
+
+    from judge.endpoints import _client
+    from judge.endpoints._endpoint import Endpoint
+
+    embedded = Endpoint(base_url="http://127.0.0.1:9/v1", model="m", provider="local")
+    monkeypatch.setattr(_client, "local_endpoint", lambda: embedded)
+    assert asyncio.run(_client.serving(None, 8, 120.0)) == (embedded, 1, 900.0)
+    assert asyncio.run(_client.serving(None, 8, 2000.0)) == (embedded, 1, 2000.0)
+    hosted = Endpoint(base_url="https://example.com/v1", model="m", provider="custom")
+    assert asyncio.run(_client.serving(hosted, 8, 120.0)) == (hosted, 8, 120.0)
+
+
 def test_status_reports_without_starting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path))
     found = _local.status()

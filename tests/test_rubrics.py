@@ -266,3 +266,23 @@ def test_shared_openings_are_whole_words_shared_by_three() -> None:
     us = "Get the current weather and forecast for a city in the US"
     [found] = shared_openings([us, us + "A and Canada", us + " or the UK"])
     assert found == "Get the current weather and forecast for a city in the "
+
+
+def test_a_short_context_folder_cuts_the_built_in_rubrics_it_lacks() -> None:
+    # rubrics/quick has no trajectory rubric: the built-in one stands in, cut at the quick
+    # rubrics' 12,000 characters, so an agent's long trace still fits the embedded judge.
+    from judge.judging._prompt import rubric_variables, trajectory_steps
+
+    quick, default = load_rubrics(kind="quick"), load_rubrics()
+    assert quick.trajectory is not None and default.trajectory is not None
+    assert quick.trajectory.max_prompt_chars == 12_000
+    assert default.trajectory.max_prompt_chars is None  # a hosted judge sees the whole trace
+    assert quick.answer is not None and quick.answer.max_prompt_chars == 12_000  # its own
+    steps = [{"role": "system", "content": "Policy. " * 3000}]
+    steps += [{"role": "user", "content": "Change my flight to Friday."}]
+    [loaded] = load_cases([case([call("get_weather", {"city": "Paris"})], messages=steps)])
+    variables = rubric_variables(loaded, Judge(model="local", cache=False).check(loaded))
+    variables["steps"] = trajectory_steps(loaded)
+    user = quick.trajectory.render(variables)[1]["content"]
+    assert "characters left out]" in user and len(user) < 12_100
+    assert "Policy. " * 3000 in default.trajectory.render(variables)[1]["content"]

@@ -68,7 +68,8 @@ judge_options = stack_options(
         type=float,
         default=120.0,
         show_default=True,
-        help="Seconds before one request is abandoned (and retried).",
+        help="Seconds before one request is abandoned (and retried); the embedded "
+        "model is waited for at least 900.",
     ),
     click.option(
         "--cache-dir",

@@ -120,7 +120,8 @@ _judge_choice: list[Callable[..., Any]] = [
     type=float,
     default=120.0,
     show_default=True,
-    help="Seconds before one request is abandoned (and retried).",
+    help="Seconds before one request is abandoned (and retried); the embedded model is "
+    "waited for at least 900.",
 )
 @click.option(
     "--no-preflight",

@@ -62,12 +62,20 @@ class Token:
     alternatives: tuple[tuple[str, float], ...]
 
 
-async def serving(endpoint: Endpoint | None, concurrency: int) -> tuple[Endpoint, int]:
-    """The endpoint to ask and how many requests at once: None is the embedded model, started
-    on first use, which answers one request at a time."""
+LOCAL_TIMEOUT_S = 900.0
+"""The least a request to the embedded model waits: a long case takes minutes on a slow
+machine, and a request abandoned to be retried keeps the server busy all the same."""
+
+
+async def serving(
+    endpoint: Endpoint | None, concurrency: int, timeout: float
+) -> tuple[Endpoint, int, float]:
+    """The endpoint to ask, how many requests at once and how long one may take: None is the
+    embedded model, started on first use, which answers one request at a time and is given
+    at least `LOCAL_TIMEOUT_S`."""
     if endpoint is not None:
-        return endpoint, concurrency
-    return await asyncio.to_thread(local_endpoint), 1
+        return endpoint, concurrency, timeout
+    return await asyncio.to_thread(local_endpoint), 1, max(timeout, LOCAL_TIMEOUT_S)
 
 
 def sdk_client(endpoint: Endpoint, timeout: float) -> openai.AsyncOpenAI:

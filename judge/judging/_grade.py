@@ -303,9 +303,11 @@ class Judge:
     async def _chat(self) -> ChatClient:
         async with self._client_lock:
             if self._client is None:
-                endpoint, concurrency = await serving(self._endpoint, self._concurrency)
+                endpoint, concurrency, timeout = await serving(
+                    self._endpoint, self._concurrency, self._timeout
+                )
                 self._client = ChatClient(
-                    endpoint, concurrency=concurrency, timeout=self._timeout, policy=self._retry
+                    endpoint, concurrency=concurrency, timeout=timeout, policy=self._retry
                 )
             return self._client
 

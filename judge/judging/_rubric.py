@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -318,7 +318,10 @@ def builtin_rubrics_dir(kind: str = "default") -> Path:
 
 
 def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") -> RubricSet:
-    """Load the `*.j2` rubrics of a directory: exactly one per dimension."""
+    """Load the `*.j2` rubrics of a directory: exactly one per dimension (selection and
+    arguments at least; the built-in trajectory and answer rubrics stand in for missing ones,
+    cut at the folder's smallest `max_prompt_chars` where its rubrics set one: a folder made
+    for a short context keeps every prompt within it)."""
     folder = Path(directory) if directory is not None else builtin_rubrics_dir(kind)
     if not folder.is_dir():
         raise RubricError(f"{folder}: not a directory of rubrics")
@@ -334,11 +337,15 @@ def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") 
     missing = [d for d in ("selection", "arguments") if d not in found]
     if missing:
         raise RubricError(f"{folder}: no rubric for {', '.join(missing)} (*.j2 files)")
+    caps = [r.max_prompt_chars for r in found.values() if r.max_prompt_chars is not None]
     for dimension in ("trajectory", "answer"):
         if dimension not in found:
             shipped = builtin_rubrics_dir("default") / f"{dimension}.j2"
             if shipped.is_file():
-                found[dimension] = load_rubric(shipped)
+                stand_in = load_rubric(shipped)
+                if caps and stand_in.max_prompt_chars is None:
+                    stand_in = replace(stand_in, max_prompt_chars=min(caps))
+                found[dimension] = stand_in
     return RubricSet(
         selection=found["selection"],
         arguments=found["arguments"],

@@ -459,11 +459,13 @@ class Runner:
                 if name != LOCAL and self._endpoint is None:
                     raise AssertionError("a hosted candidate needs an endpoint")
                 hosted = self._endpoint if name != LOCAL else None
-                endpoint, concurrency = await serving(hosted, self._concurrency)
+                endpoint, concurrency, timeout = await serving(
+                    hosted, self._concurrency, self._timeout
+                )
                 self._clients[name] = CandidateClient(
                     endpoint,
                     concurrency=concurrency,
-                    timeout=self._timeout,
+                    timeout=timeout,
                     policy=self._retry,
                     key_hint=self._key_hint,
                 )
