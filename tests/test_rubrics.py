@@ -276,7 +276,9 @@ def test_a_short_context_folder_cuts_the_built_in_rubrics_it_lacks() -> None:
     quick, default = load_rubrics(kind="quick"), load_rubrics()
     assert quick.trajectory is not None and default.trajectory is not None
     assert quick.trajectory.max_prompt_chars == 12_000
+    assert quick.trajectory.reasoning_max_length == 200  # the schema ends a small model's loop
     assert default.trajectory.max_prompt_chars is None  # a hosted judge sees the whole trace
+    assert default.trajectory.reasoning_max_length is None
     assert quick.answer is not None and quick.answer.max_prompt_chars == 12_000  # its own
     steps = [{"role": "system", "content": "Policy. " * 3000}]
     steps += [{"role": "user", "content": "Change my flight to Friday."}]

@@ -79,6 +79,10 @@ V = TypeVar("V", SelectionVerdict, ArgumentVerdict, AnswerVerdict)
 TOP_LOGPROBS = 5
 """Alternatives asked for each token of a JSON verdict (the label's share is read from them)."""
 _CONFIDENCE = "$confidence"  # where a cached reply keeps its verdicts' confidences
+LOCAL_MAX_TOKENS = 768
+"""The most a generated verdict of the embedded model may run to: a verdict takes a few
+hundred tokens; a small model that loops stops there (cut off, so asked again) instead of
+writing to the end of its context at a few tokens a second."""
 FormatChoice = Literal["auto", "json_schema", "json_object", "tool"]
 _FALLBACK: dict[str, ResponseFormat] = {"json_schema": "json_object", "json_object": "tool"}
 
@@ -707,7 +711,7 @@ class Judge:
         logprobs: int | None,
     ) -> dict[str, Any]:
         """What asking for a verdict sends (online, or in a batch)."""
-        return complete_body(
+        body = complete_body(
             model,
             conversation,
             schema=question.schema,
@@ -718,6 +722,9 @@ class Judge:
             extra_body=self.extra_body,
             logprobs=logprobs,
         )
+        if self._endpoint is None:
+            body.setdefault("max_tokens", LOCAL_MAX_TOKENS)
+        return body
 
     async def _keep(
         self, key: str, data: Any, confidences: list[float | None], asked: int | None

@@ -317,11 +317,17 @@ def builtin_rubrics_dir(kind: str = "default") -> Path:
     return Path(__file__).resolve().parents[2] / "rubrics" / kind  # a source checkout
 
 
+BRIEF_REASONING = 200
+"""The reasoning length a built-in rubric standing in for a short-context folder is held to
+(as `rubrics/small` holds its own): the schema's `maxLength` ends a small model's loop."""
+
+
 def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") -> RubricSet:
     """Load the `*.j2` rubrics of a directory: exactly one per dimension (selection and
     arguments at least; the built-in trajectory and answer rubrics stand in for missing ones,
-    cut at the folder's smallest `max_prompt_chars` where its rubrics set one: a folder made
-    for a short context keeps every prompt within it)."""
+    cut at the folder's smallest `max_prompt_chars` where its rubrics set one, with brief
+    reasoning: a folder made for a small judge keeps every prompt and reply within its
+    context)."""
     folder = Path(directory) if directory is not None else builtin_rubrics_dir(kind)
     if not folder.is_dir():
         raise RubricError(f"{folder}: not a directory of rubrics")
@@ -344,7 +350,11 @@ def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") 
             if shipped.is_file():
                 stand_in = load_rubric(shipped)
                 if caps and stand_in.max_prompt_chars is None:
-                    stand_in = replace(stand_in, max_prompt_chars=min(caps))
+                    stand_in = replace(
+                        stand_in,
+                        max_prompt_chars=min(caps),
+                        reasoning_max_length=stand_in.reasoning_max_length or BRIEF_REASONING,
+                    )
                 found[dimension] = stand_in
     return RubricSet(
         selection=found["selection"],
