@@ -8,7 +8,6 @@ may have been dropped, or may not be an argument at all.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections import Counter
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from judge.cases._calls import ShapeError, normalise_response
 from judge.cases._case import Case
-from judge.cases._json import pointer
+from judge.cases._json import dumps, maybe_json, pointer
 from judge.checks._structure import parse_arguments
 
 _SPACES = re.compile(r"\s+")
@@ -160,14 +159,22 @@ def failed_tool_results(case: Case) -> int:
 
 
 def _reports_error(message: dict[str, Any]) -> bool:
-    text = _message_text(message).strip()
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        data = None
+    data = _tool_value(message)
     if isinstance(data, dict):
         return bool(data.get("error"))
+    text = _message_text(message).strip()
     return text[:40].casefold().lstrip("{[\"' ").startswith(("error", "failed"))
+
+
+def _tool_value(message: dict[str, Any]) -> Any:
+    """A tool message's result as a value: the content itself where it already is one (an
+    object, or a list that is not text parts), decoded where its text is JSON of an object
+    or array; its text otherwise."""
+    content = message.get("content")
+    parts = isinstance(content, list) and all(isinstance(p, dict) and "type" in p for p in content)
+    if isinstance(content, dict) or (isinstance(content, list) and not parts):
+        return content
+    return maybe_json(_message_text(message).strip())
 
 
 def _value(number: str) -> float:
@@ -234,7 +241,7 @@ def repeated_calls(case: Case) -> int:
         for m in case.messages
         if m.get("role") == "tool" and _reports_error(m)
     }
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, bytes]] = set()
     for message in case.messages:
         if message.get("role") != "assistant":
             continue
@@ -253,14 +260,14 @@ def repeated_calls(case: Case) -> int:
     return min(repeated, _MARGIN)
 
 
-def _comparable(text: str) -> str:
-    """A call's arguments as text to compare: parsed and written again with sorted keys, so
+def _comparable(text: str) -> bytes:
+    """A call's arguments as JSON to compare: parsed and written again with sorted keys, so
     key order and spacing do not count but types do (`1`, `1.0` and `true` differ); the raw
     text when they do not parse (two broken calls are the same only when their text is)."""
     arguments, _ = parse_arguments(text or "{}")
     if arguments is None:
-        return f"unparsed:{text}"
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+        return b"unparsed:" + text.encode()
+    return dumps(arguments, sort_keys=True)
 
 
 def guessed_required(case: Case, ungrounded: Sequence[UngroundedValue] | None = None) -> int:
@@ -284,8 +291,12 @@ def guessed_required(case: Case, ungrounded: Sequence[UngroundedValue] | None = 
 def _stems(text: str) -> set[str]:
     """The words of `text` (camelCase and snake_case split, stop words left out), each cut to
     its first five letters: `booking` and `bookings` are one word."""
-    spaced = _CAMEL.sub(r"\1 \2", text).replace("_", " ").casefold()
-    return {w[:5] for w in _WORD.findall(spaced) if len(w) > 1 and w not in _STOP_WORDS}
+    return {w[:5] for w in _WORD.findall(_spaced(text)) if len(w) > 1 and w not in _STOP_WORDS}
+
+
+def _spaced(text: str) -> str:
+    """`text` in lower case with camelCase and snake_case split into words."""
+    return _CAMEL.sub(r"\1 \2", text).replace("_", " ").casefold()
 
 
 def unsaid_options(case: Case) -> tuple[int, ...]:
@@ -336,7 +347,7 @@ def _enum_options(case: Case) -> dict[tuple[str, str], set[str]]:
 
 
 def _option(value: str) -> str:
-    return " ".join(_WORD.findall(_CAMEL.sub(r"\1 \2", value).replace("_", " ").casefold()))
+    return " ".join(_WORD.findall(_spaced(value)))
 
 
 def _words_of(text: str) -> str:
@@ -367,7 +378,7 @@ def other_records(case: Case) -> tuple[int, ...]:
         lists: list[list[dict[str, Any]]] = []
         try:
             _record_lists(_tool_value(message), lists)
-        except (ValueError, RecursionError):  # not JSON, or nested past reading
+        except RecursionError:  # nested past reading
             continue
         for records in lists:
             own, fits = _own_values(records, user)
@@ -376,16 +387,6 @@ def other_records(case: Case) -> tuple[int, ...]:
                 picked = [fit for mine, fit in zip(own, fits, strict=True) if values & mine]
                 found[index] |= bool(picked) and max(picked) < best
     return tuple(found)
-
-
-def _tool_value(message: dict[str, Any]) -> Any:
-    """A tool message's result as a value: its content parsed as JSON, or the content itself
-    where it already is one (an object, or a list that is not text parts)."""
-    content = message.get("content")
-    parts = isinstance(content, list) and all(isinstance(p, dict) and "type" in p for p in content)
-    if isinstance(content, dict) or (isinstance(content, list) and not parts):
-        return content
-    return json.loads(_message_text(message))
 
 
 def _record_lists(value: Any, into: list[list[dict[str, Any]]]) -> None:
