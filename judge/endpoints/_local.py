@@ -20,6 +20,7 @@ from typing import Any
 from judge._errors import JudgeError
 from judge.cases._files import default_cache_dir
 from judge.endpoints._endpoint import Endpoint
+from judge.endpoints._runtime import cpu_flags, installed_runtime, missing_features
 
 LOCAL_MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -174,12 +175,10 @@ def status() -> dict[str, Any]:
         chunks: list[Path] | str = chunk_files()
     except LocalModelError as exc:
         chunks = str(exc)
-    try:
-        import xllamacpp  # noqa: F401
-
-        runtime = "installed"
-    except ImportError:
-        runtime = f"missing: {FIX}"
+    found = installed_runtime()
+    runtime = f"xllamacpp {found[0]}" if found else f"missing: {FIX}"
+    uses = " ".join(sorted(found[1])) if found else None
+    unused = missing_features(found[1], cpu_flags()) if found else []
     assembled = path.is_file() and path.stat().st_size == MODEL_SIZE
     return {
         "model": LOCAL_MODEL_NAME,
@@ -189,6 +188,12 @@ def status() -> dict[str, Any]:
         "expected_sha256": MODEL_SHA256,
         "chunks": f"{len(chunks)} installed" if isinstance(chunks, list) else chunks,
         "runtime": runtime,
+        "runtime_uses": uses,
+        "cpu_unused": (
+            f"{' '.join(unused)} (judge local build: about 1.7x the prompt speed)"
+            if unused
+            else None
+        ),
         "running": is_running(),
         "url": _running.url if _running else None,
     }
