@@ -40,10 +40,17 @@ def test_the_build_is_the_installed_release_from_source_built_natively_offline(
     command, env = _runtime.build_command("2026.10.11549")
     assert command[-3:] == ["--no-binary", "xllamacpp", "xllamacpp==2026.10.11549"]
     assert {"--force-reinstall", "--no-deps"} <= set(command)
-    assert "XLLAMACPP_RELEASE" not in env
+    assert "XLLAMACPP_RELEASE" not in env and env["PATH"] == os.environ["PATH"]
     flags = env["CMAKE_ARGS"].split()
     assert "-DGGML_NATIVE=ON" in flags
     assert {"-DLLAMA_BUILD_BORINGSSL=OFF", "-DLLAMA_LLGUIDANCE=OFF"} <= set(flags)
+
+
+def test_the_probe_reads_the_runtime_a_fresh_interpreter_imports() -> None:
+    found = _runtime.installed_runtime()
+    if found is None:
+        pytest.skip("xllamacpp is not installed")
+    assert found[1] and _runtime.probed_features() == found[1]
 
 
 def test_a_build_without_cmake_says_what_it_needs(tmp_path: Path) -> None:

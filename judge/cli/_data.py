@@ -411,52 +411,13 @@ def local_setup() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even if the runtime already uses this CPU.")
 def local_build(force: bool) -> None:
     """Rebuild llama.cpp for this CPU (AVX-512 and the like), about 8 minutes on two cores."""
-    import shutil
-    import subprocess
+    from judge.endpoints import _local, _runtime
 
-    from judge.endpoints import _runtime
-
-    found = _runtime.installed_runtime()
-    if found is None:
-        click.echo(
-            'judge local build: xllamacpp is not installed: pip install -e ".[local]"', err=True
-        )
+    try:
+        click.echo(_runtime.rebuild(_local.FIX, force=force, say=click.echo))
+    except JudgeError as exc:
+        click.echo(f"judge local build: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    version, uses = found
-    unused = _runtime.missing_features(uses, _runtime.cpu_flags())
-    if not unused and not force:
-        click.echo(
-            f"xllamacpp {version} already uses what this CPU offers ({' '.join(sorted(uses))})"
-        )
-        return
-    tools = {
-        "cmake": shutil.which("cmake"),
-        "a C++ compiler": shutil.which("c++") or shutil.which("g++"),
-    }
-    if lacking := [name for name, path in tools.items() if path is None]:
-        click.echo(
-            f"judge local build needs {' and '.join(lacking)} (Debian: apt install cmake g++)",
-            err=True,
-        )
-        sys.exit(EXIT_UNREADABLE)
-    click.echo(f"building xllamacpp {version} for this CPU ({' '.join(unused) or 'forced'})...")
-    command, env = _runtime.build_command(version)
-    if subprocess.run(command, env=env).returncode != 0:
-        click.echo(
-            "judge local build: the build failed (pip's output is above); the runtime is unchanged",
-            err=True,
-        )
-        sys.exit(1)
-    probe = [sys.executable, "-c", "import xllamacpp; print(xllamacpp.get_system_info())"]
-    info = subprocess.run(probe, capture_output=True, text=True, check=False).stdout
-    still = _runtime.missing_features(_runtime.runtime_features(info), _runtime.cpu_flags())
-    if still:
-        click.echo(
-            f"judge local build: the rebuilt runtime still leaves {' '.join(still)} unused",
-            err=True,
-        )
-        sys.exit(1)
-    click.echo(f"xllamacpp {version} rebuilt: {' '.join(sorted(_runtime.runtime_features(info)))}")
 
 
 COMMANDS = (

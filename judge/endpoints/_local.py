@@ -190,7 +190,7 @@ def status() -> dict[str, Any]:
         "runtime": runtime,
         "runtime_uses": uses,
         "cpu_unused": (
-            f"{' '.join(unused)} (judge local build: about 1.7x the prompt speed)"
+            f"{' '.join(unused)} (judge local build: 1.7x the prompt speed on a 2-core Xeon)"
             if unused
             else None
         ),

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+
+from judge._errors import JudgeError
 
 # llama.cpp's name for an instruction set (in its system info), and the Linux cpuinfo flag.
 FEATURES = {
@@ -30,6 +35,10 @@ FEATURES = {
 CMAKE_ARGS = (
     "-DGGML_NATIVE=ON -DLLAMA_LLGUIDANCE=OFF -DLLAMA_BUILD_BORINGSSL=OFF -DLLAMA_OPENSSL=OFF"
 )
+
+
+class RuntimeBuildError(JudgeError):
+    """The runtime cannot be rebuilt here, or the rebuild failed; the message says why."""
 
 
 def runtime_features(system_info: str) -> set[str]:
@@ -61,11 +70,44 @@ def installed_runtime() -> tuple[str, set[str]] | None:
     return metadata.version("xllamacpp"), runtime_features(str(xllamacpp.get_system_info()))
 
 
+def probed_features(python: str = sys.executable) -> set[str]:
+    """The instruction sets of the xllamacpp that `python` imports, read in a fresh interpreter
+    (this process keeps the library it loaded before a rebuild)."""
+    code = "import xllamacpp; print(xllamacpp.get_system_info())"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
+    return runtime_features(done.stdout)
+
+
 def build_command(version: str) -> tuple[list[str], dict[str, str]]:
     """The pip command (and its environment) that rebuilds `version` for this CPU."""
     command = [sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall"]
     command += ["--no-binary", "xllamacpp", f"xllamacpp=={version}"]
-    env = {k: v for k, v in os.environ.items() if k != "XLLAMACPP_RELEASE"}
+    env = {k: v for k, v in os.environ.items() if k != "XLLAMACPP_RELEASE"}  # it turns NATIVE off
     env["CMAKE_ARGS"] = CMAKE_ARGS
-    env.setdefault("NPROC", str(os.cpu_count() or 2))
     return command, env
+
+
+def rebuild(fix: str, *, force: bool = False, say: Callable[[str], None] = print) -> str:
+    """Rebuild the installed release for this CPU unless it already uses all of it (or `force`);
+    check the result in a fresh interpreter. Returns what was done; raises RuntimeBuildError."""
+    found = installed_runtime()
+    if found is None:
+        raise RuntimeBuildError(f"xllamacpp is not installed: {fix}")
+    version, uses = found
+    cpu = cpu_flags()
+    unused = missing_features(uses, cpu)
+    if not unused and not force:
+        return f"xllamacpp {version} already uses what this CPU offers ({' '.join(sorted(uses))})"
+    tools = {"cmake": shutil.which("cmake"), "a C++ compiler": shutil.which("c++")}
+    if lacking := [name for name, path in tools.items() if path is None]:
+        raise RuntimeBuildError(f"needs {' and '.join(lacking)} (Debian: apt install cmake g++)")
+    say(f"building xllamacpp {version} for this CPU ({' '.join(unused) or 'forced'})...")
+    command, env = build_command(version)
+    if subprocess.run(command, env=env, check=False).returncode != 0:
+        raise RuntimeBuildError(
+            "the build failed (pip's output is above); the runtime is unchanged"
+        )
+    built = probed_features()
+    if still := missing_features(built, cpu):
+        raise RuntimeBuildError(f"the rebuilt runtime still leaves {' '.join(still)} unused")
+    return f"xllamacpp {version} rebuilt: {' '.join(sorted(built))}"
