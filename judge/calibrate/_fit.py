@@ -4,7 +4,7 @@ from the held-out folds only: kappa, reliability and expected calibration error,
 Per dimension, what is fitted depends on what the verdicts carry:
 - `scored`: verdicts of a scored rubric carry their answers (`features`): a small logistic
   regression (scikit-learn) re-weighs them, per branch (responses with calls, without), and the
-  threshold on its P(correct) is the one with the best kappa on the training folds;
+  decision is a threshold on its P(correct);
 - `platt`: other verdicts with a confidence (logprobs or samples) keep their labels; a logistic
   map of the confidence (Platt scaling) makes it a calibrated probability that the label is
   right.
@@ -206,10 +206,12 @@ def fit(
 ) -> Fitted:
     """Fit on these items: the weights per branch and the threshold, or the Platt map.
 
-    For a scored rubric two fits compete, each over every branch: every weight refitted, or
-    the rubric's own combination rescaled (two parameters a branch: steadier with few labels).
-    The one with the better kappa in an inner cross-validation of these items wins (ties: the
-    rescaling), so the choice never sees the fold being predicted."""
+    For a scored rubric four decisions compete, each over every branch: the rubric's own
+    combination rescaled (two parameters a branch: steadier with few labels) or every weight
+    refitted, each cut where its P(correct) reaches 0.5 or at the threshold with the best kappa
+    on these items (which follows the labels closer, and overfits a few dozen of them). The one
+    with the best kappa in an inner cross-validation of these items wins, ties going to the one
+    listed first in `_DECISIONS`, so the choice never sees the fold being predicted."""
     judged = [i for i in items if not i.derived]
     if method == "platt":
         known = [i for i in judged if i.confidence is not None]
@@ -220,28 +222,31 @@ def fit(
         return Fitted(method="platt", platt=platt)
     # Derived verdicts are decided by code whatever the fit: they take no part in it.
     items = judged
-    rescaled = _scored_fit(items, defaults, _rescaled)
-    refitted = _scored_fit(items, defaults, _refitted)
     labels = [i.label for i in items]
     if len(items) < 2 * INNER_FOLDS or min(sum(labels), len(labels) - sum(labels)) < INNER_FOLDS:
-        return rescaled
-    scores = {}
-    for name, how in (("rescaled", _rescaled), ("refitted", _refitted)):
+        return _scored_fit(items, defaults, _rescaled, tuned_cut=True)
+    best, chosen = -2.0, _DECISIONS[0]
+    for how, tuned_cut in _DECISIONS:
         verdicts: list[bool | None] = [None] * len(items)
         for train, test in _folds(labels, INNER_FOLDS):
-            inner = _scored_fit([items[i] for i in train], defaults, how)
+            inner = _scored_fit([items[i] for i in train], defaults, how, tuned_cut=tuned_cut)
             for index in test:
                 verdicts[index] = predict(inner, items[index]).verdict
         found = kappa([bool(v) for v in verdicts], labels)
-        scores[name] = -1.0 if found is None else found
-    return refitted if scores["refitted"] > scores["rescaled"] + 1e-9 else rescaled
+        if (-1.0 if found is None else found) > best + 1e-9:
+            best, chosen = -1.0 if found is None else found, (how, tuned_cut)
+    how, tuned_cut = chosen
+    return _scored_fit(items, defaults, how, tuned_cut=tuned_cut)
 
 
 Refit = Callable[[list[tuple[dict[str, float], bool]], Combine], Combine | None]
 
 
-def _scored_fit(items: Sequence[Item], defaults: dict[str, Combine], how: Refit) -> Fitted:
-    """One fit of a scored rubric's decision: each branch by `how`, then the threshold."""
+def _scored_fit(
+    items: Sequence[Item], defaults: dict[str, Combine], how: Refit, *, tuned_cut: bool
+) -> Fitted:
+    """One fit of a scored rubric's decision: each branch by `how`, then the threshold: the
+    best kappa's on these items (`tuned_cut`), else 0.5 (the fitted P(correct)'s own)."""
     combine = dict(defaults)
     for branch, default in defaults.items():
         rows = [(c, i.label) for i in items if i.branch == branch for c in _rows(i)]
@@ -249,6 +254,8 @@ def _scored_fit(items: Sequence[Item], defaults: dict[str, Combine], how: Refit)
         if found is not None:
             combine[branch] = found
     probe = Fitted(method="scored", combine=combine)
+    if not tuned_cut:
+        return probe
     scores = [predict(probe, i).p for i in items]
     threshold = best_threshold(scores, [i.label for i in items])
     return probe.model_copy(update={"threshold": threshold})
@@ -274,6 +281,19 @@ def _rescaled(rows: list[tuple[dict[str, float], bool]], default: Combine) -> Co
     b, (a,) = coef
     weights = {n: a * w for n, w in default.weights.items()}
     return Combine(bias=a * default.bias + b, weights=weights)
+
+
+_DECISIONS: tuple[tuple[Refit, bool], ...] = (
+    (_rescaled, False),
+    (_refitted, False),
+    (_rescaled, True),
+    (_refitted, True),
+)
+"""What `fit` chooses from (how the weights are fitted, whether the cut is tuned), fitting
+less first. Measured on four labelled sets (the sample, 85 + 170 public cases, two dimensions,
+5-fold kappa over 5 fold seeds), choosing among these four beat choosing the weights alone with
+a tuned cut on 4 of 6 (arguments on 85 public cases: 0.44 against 0.15), by up to 0.04 less on
+the other two."""
 
 
 def _rows(item: Item) -> list[dict[str, float]]:

@@ -31,6 +31,10 @@ CHUNK_VERSION = "0.2.0"
 FIX = 'pip install "tool-call-judge[local]" (in a checkout: pip install -e ".[local]")'
 REINSTALL = FIX.replace("pip install", "pip install --force-reinstall", 1)
 CONTEXT_TOKENS = 8192
+MAX_REPLY_TOKENS = 2048
+"""What a request that sets no `max_tokens` may generate (llama.cpp's own default is
+unbounded): a candidate that never stops (`judge run --models local`) ends with finish_reason
+`length`, not at the context's end minutes later. The judge's own requests set theirs."""
 _VERBOSITY = int(os.environ.get("JUDGE_LOCAL_VERBOSITY", "0"))  # llama.cpp's own log level
 
 
@@ -162,6 +166,7 @@ def _start(path: Path) -> _Running:
     params.cpuparams.n_threads = os.cpu_count() or 1
     params.cpuparams_batch.n_threads = os.cpu_count() or 1
     params.cache_prompt = True  # reuse the shared prefix (rubric, tools) across requests
+    params.n_predict = MAX_REPLY_TOKENS
     params.verbosity = _VERBOSITY
     server = xlc.Server(params)
     return _Running(server=server, url=server.listening_address.rstrip("/") + "/v1")
