@@ -12,7 +12,9 @@ The user's message names the order (`ord_1001`); a message with "status" asks on
 - `agent/liar`: no call at all, "Your refund has been issued";
 - `agent/slow`: as agent/good, each reply after `slow_seconds`;
 - `agent/plain`: a chat without tools gets "yes" (the example agent's confirmation step), else
-  as agent/good.
+  as agent/good;
+- `agent/cut`: as agent/good, but its final answer stops at its token limit
+  (`finish_reason: "length"`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ AGENTS = (
     "agent/liar",
     "agent/slow",
     "agent/plain",
+    "agent/cut",
 )
 
 
@@ -66,9 +69,12 @@ class AgentServer(OpenRouterServer):
         model = body["model"]
         if not model.startswith("agent/"):
             return super()._chat(body)
-        message = self._reply(model, body)
+        message = self._reply("agent/good" if model == "agent/cut" else model, body)
         delay = self.slow_seconds if model == "agent/slow" else 0.0
-        return 200, completion(model, message), {}, delay
+        reply = completion(model, message)
+        if model == "agent/cut" and not message.get("tool_calls"):
+            reply["choices"][0]["finish_reason"] = "length"
+        return 200, reply, {}, delay
 
     def _reply(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
         messages = body["messages"]

@@ -12,6 +12,7 @@ Scripted models (the case's user message names the city, `weather in Paris`):
 - `text/m` writes the right call as JSON in a ```json fence in `content` (no `tool_calls`), as
   models served without a tool-call parser do;
 - `slow/m` answers like good/m after `slow_seconds`;
+- `cut/m` makes good/m's call but stops at its token limit (`finish_reason: "length"`);
 - `notemp/m` (no temperature), `notools/m` (no tools) and `efforts/m` (reasoning effort high
   only) and `noreason/m` (no reasoning) are listed with those limits and answer like good/m.
 """
@@ -45,6 +46,7 @@ CATALOG: dict[str, dict[str, Any]] = {
     "midfail/m": {"supported_parameters": FULL},
     "errorbody/m": {"supported_parameters": FULL},
     "text/m": {"supported_parameters": FULL},
+    "cut/m": {"supported_parameters": FULL},
 }
 PROMPT_PRICE = 0.000001
 COMPLETION_PRICE = 0.000004
@@ -144,6 +146,10 @@ class OpenRouterServer(LoopbackServer):
             call = json.dumps({"name": "get_weather", "arguments": {"city": city}}, indent=2)
             written = {"role": "assistant", "content": f"```json\n{call}\n```"}
             return 200, completion(model, written), {}, 0
+        if model == "cut/m":
+            stopped = completion(model, right)
+            stopped["choices"][0]["finish_reason"] = "length"
+            return 200, stopped, {}, 0
         if model == "ratelimited/m" and nth == 1:
             return 429, {"error": {"message": "Rate limit exceeded"}}, {"retry-after": "0"}, 0
         if model == "bad/m":

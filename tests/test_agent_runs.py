@@ -94,6 +94,18 @@ def test_a_three_step_refund_passes_on_final_state(shop: AgentServer, tmp_path: 
     assert record["response"]["choices"][0]["message"]["content"] == record["final_answer"]
 
 
+def test_a_run_whose_answer_was_cut_at_its_token_limit_fails(
+    shop: AgentServer, tmp_path: Path
+) -> None:
+    cases = write(tmp_path / "c.jsonl", REFUND)
+    out = tmp_path / "runs.jsonl"
+    assert run(shop, cases, "--models", "agent/cut", "--env", ENV, "-o", str(out)).exit_code == 0
+    record = records(out)[("agent/cut", "refund")]
+    assert record["stop"] == "answer" and record["final_state"]["ord_1001"]["status"] == "refunded"
+    assert record["passed"] is False  # the state is right, but the answer may be half of one
+    assert [f["kind"] for f in record["failures"]] == ["Truncated"]
+
+
 def test_a_wrong_path_to_the_right_state_passes_on_state_and_fails_strict(
     shop: AgentServer, tmp_path: Path
 ) -> None:

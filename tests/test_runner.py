@@ -229,6 +229,23 @@ def test_an_error_sent_with_status_200_is_recorded_as_an_error(
     assert len(fake.chats) == asked + 1  # asked again on resume
 
 
+def test_a_reply_cut_at_its_token_limit_fails_as_truncated(
+    fake: OpenRouterServer, tmp_path: Path
+) -> None:
+    # The call it holds is right, but the candidate had not finished: it must not pass.
+    cases = write_cases(tmp_path / "c.jsonl", ("Paris",))
+    out = tmp_path / "runs.jsonl"
+    result = run(fake, cases, "--models", "cut/m,good/m", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    by_model = {r["model"]: r for r in lines(out)}
+    cut, good = by_model["cut/m"], by_model["good/m"]
+    assert cut["tool_selection"] is True and cut["schema_valid"] is True
+    assert cut["passed"] is False
+    assert [f["kind"] for f in cut["failures"]] == ["Truncated"]
+    assert "finish_reason: length" in cut["failures"][0]["message"]
+    assert good["passed"] is True and good["failures"] == []
+
+
 def test_a_reasoning_effort_for_a_model_without_reasoning_is_warned(
     fake: OpenRouterServer, tmp_path: Path
 ) -> None:

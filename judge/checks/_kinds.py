@@ -39,5 +39,8 @@ class FailureKind(StrEnum):
     times."""
     STEP_LIMIT = "StepLimit"
     """An agent run reached `--max-steps` with the candidate still calling tools."""
+    TRUNCATED = "Truncated"
+    """A candidate's reply stopped at its token limit (`finish_reason: length`): its calls or
+    its text may be incomplete, whatever the other checks found."""
     INVALID_CASE = "InvalidCase"
     """The case itself could not be read (or its reference not replayed); nothing was graded."""

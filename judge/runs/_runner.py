@@ -106,7 +106,7 @@ class Grader:
         record = record.model_copy(update={"calls_from_content": from_text})
         graded = case.model_copy(update={"response": response})
         checked = check_case(graded, schemas=self._schemas, match=self.match, env=self.env)
-        return await self._judged(record, graded, checked)
+        return await self._judged(record, graded, _cut_off(record.response, checked))
 
     async def _grade_run(self, record: RunRecord, case: Case) -> RunRecord:
         """An agent run graded as a recorded transcript: every call of its assistant turns,
@@ -137,7 +137,7 @@ class Grader:
             checked = checked.model_copy(
                 update={"passed": False, "failures": (*checked.failures, limit)}
             )
-        return await self._judged(record, graded, checked)
+        return await self._judged(record, graded, _cut_off(record.response, checked))
 
     async def _judged(self, record: RunRecord, graded: Case, checked: CaseResult) -> RunRecord:
         """`record` with the checks, and the judge's verdicts when there is a judge."""
@@ -623,6 +623,18 @@ def reply_error(body: Any) -> str | None:
     elif error:
         detail = f": {error}"
     return f"the endpoint reported an error instead of an answer{detail}"
+
+
+def _cut_off(reply: Any, checked: CaseResult) -> CaseResult:
+    """`checked` failed with `Truncated` when the reply stopped at its token limit: what the
+    checks read may be only the start of what the candidate meant."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(first, dict) or first.get("finish_reason") != "length":
+        return checked
+    message = "the reply stopped at its token limit (finish_reason: length): it may be incomplete"
+    cut = Failure(call=None, kind=FailureKind.TRUNCATED, path="", message=message)
+    return checked.model_copy(update={"passed": False, "failures": (*checked.failures, cut)})
 
 
 def _json(value: Any) -> str:
