@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from judge.calibrate import _fit
 from judge.calibrate._fit import (
     Item,
     Prediction,
@@ -21,7 +22,7 @@ from judge.calibrate._fit import (
     kappa,
     predict,
 )
-from judge.judging._rubric import Combine, builtin_rubrics_dir
+from judge.judging._rubric import Combine, builtin_rubrics_dir, load_rubrics
 from tests.chat_server import ChatServer, Reply, one_token, serving
 from tests.helpers import call, case, invoke
 
@@ -240,14 +241,11 @@ def test_a_refit_replaces_the_rubrics_weights_only_when_it_does_better() -> None
     assert set(kept.weights) == {"needs_call"} and kept.weights["needs_call"] > 1.0
 
 
-def test_a_few_dozen_labels_do_not_overfit_the_cut() -> None:
-    # The embedded judge's arguments verdicts on 85 public cases (BFCL, When2Call, ACEBench,
-    # BFCL multi-turn; none used to write the rubric): 40 labelled, 11 decided by code. Always
-    # tuning the cut to the training folds' best kappa held out at kappa -0.05; the inner
+def test_a_few_dozen_labels_do_not_overfit_the_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The embedded judge's arguments verdicts on 85 public cases drawn at random (BFCL,
+    # When2Call, ACEBench, BFCL multi-turn): 40 labelled, 11 decided by code. Always tuning the
+    # cut to the training folds' best kappa held out at kappa -0.05; the inner
     # cross-validation keeps the fitted P(correct)'s own cut where that does better.
-    import judge.calibrate._fit as fitting
-    from judge.judging._rubric import load_rubrics
-
     rows = json.loads((Path(__file__).parent / "fit_arguments_items.json").read_text())
     items = [Item(r["label"], "called", r["calls"], derived=r["derived"]) for r in rows]
     defaults = load_rubrics(kind="quick").arguments.combine
@@ -257,7 +255,5 @@ def test_a_few_dozen_labels_do_not_overfit_the_cut() -> None:
         return kappa([p.verdict for p in predictions], [i.label for i in items])
 
     assert (held_out() or 0) >= 0.35
-    tuned_only = tuple(d for d in fitting._DECISIONS if d[1])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fitting, "_DECISIONS", tuned_only)
-        assert (held_out() or 0) < 0.0
+    monkeypatch.setattr(_fit, "_DECISIONS", tuple(d for d in _fit._DECISIONS if d[1]))
+    assert (held_out() or 0) < 0.0

@@ -244,6 +244,15 @@ def test_a_reply_cut_at_its_token_limit_fails_as_truncated(
     assert [f["kind"] for f in cut["failures"]] == ["Truncated"]
     assert "finish_reason: length" in cut["failures"][0]["message"]
     assert good["passed"] is True and good["failures"] == []
+    # Without a reference nothing was gradable: the cut is reported, the pass left null.
+    free = tmp_path / "free.jsonl"
+    case = json.loads(cases.read_text())
+    free.write_text(json.dumps({k: v for k, v in case.items() if k != "expected_calls"}) + "\n")
+    free_out = tmp_path / "free-runs.jsonl"
+    assert run(fake, free, "--models", "cut/m", "-o", str(free_out)).exit_code == 0
+    [unreferenced] = lines(free_out)
+    assert unreferenced["passed"] is None
+    assert [f["kind"] for f in unreferenced["failures"]] == ["Truncated"]
 
 
 def test_a_reasoning_effort_for_a_model_without_reasoning_is_warned(

@@ -211,7 +211,8 @@ def fit(
     refitted, each cut where its P(correct) reaches 0.5 or at the threshold with the best kappa
     on these items (which follows the labels closer, and overfits a few dozen of them). The one
     with the best kappa in an inner cross-validation of these items wins, ties going to the one
-    listed first in `_DECISIONS`, so the choice never sees the fold being predicted."""
+    listed first in `_DECISIONS`, so the choice never sees the fold being predicted. Too few
+    labels for that inner cross-validation get the rescaling with the tuned cut."""
     judged = [i for i in items if not i.derived]
     if method == "platt":
         known = [i for i in judged if i.confidence is not None]
@@ -247,7 +248,7 @@ def _scored_fit(
     items: Sequence[Item], defaults: dict[str, Combine], how: Refit, *, tuned_cut: bool
 ) -> Fitted:
     """One fit of a scored rubric's decision: each branch by `how`, then the threshold: the
-    best kappa's on these items (`tuned_cut`), else 0.5 (the fitted P(correct)'s own)."""
+    best kappa's on these items (`tuned_cut`), else 0.5 on the fitted P(correct)."""
     combine = dict(defaults)
     for branch, default in defaults.items():
         rows = [(c, i.label) for i in items if i.branch == branch for c in _rows(i)]

@@ -111,8 +111,8 @@ class Grader:
     async def _grade_run(self, record: RunRecord, case: Case) -> RunRecord:
         """An agent run graded as a recorded transcript: every call of its assistant turns,
         the state it ended in against the reference's, the tool assertions, `StepLimit` when it
-        never ended, and the judge (the whole path and the final answer) when it ended in
-        text."""
+        never ended, `Truncated` when its last reply was cut, and the judge (the whole path and
+        the final answer) when it ended in text."""
         transcript = record.transcript or []
         ended = record.stop == "answer" and final_answer(transcript) is not None
         try:
@@ -626,15 +626,18 @@ def reply_error(body: Any) -> str | None:
 
 
 def _cut_off(reply: Any, checked: CaseResult) -> CaseResult:
-    """`checked` failed with `Truncated` when the reply stopped at its token limit: what the
-    checks read may be only the start of what the candidate meant."""
+    """`checked` with a `Truncated` failure when the reply stopped at its token limit (what the
+    checks read may be only the start of what the candidate meant): failed, unless the checks
+    had nothing to grade (`passed` null stays null, so a reference-free pass rate is not
+    computed from the cut replies alone)."""
     choices = reply.get("choices") if isinstance(reply, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(first, dict) or first.get("finish_reason") != "length":
         return checked
     message = "the reply stopped at its token limit (finish_reason: length): it may be incomplete"
     cut = Failure(call=None, kind=FailureKind.TRUNCATED, path="", message=message)
-    return checked.model_copy(update={"passed": False, "failures": (*checked.failures, cut)})
+    passed = None if checked.passed is None else False
+    return checked.model_copy(update={"passed": passed, "failures": (*checked.failures, cut)})
 
 
 def _json(value: Any) -> str:
