@@ -50,6 +50,13 @@ class ShapeError(ValueError):
         super().__init__(message)
 
 
+def first_choice(body: Any) -> dict[str, Any]:
+    """A chat completion's first choice; empty when the body has none (not a completion)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    return first if isinstance(first, dict) else {}
+
+
 def normalise_response(value: Any) -> Response | None:
     """Turn any accepted response shape into a `Response` (None stays None)."""
     if value is None or isinstance(value, Response):

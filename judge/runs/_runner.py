@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 import orjson
 
-from judge.cases._calls import Response, ShapeError, normalise_response
+from judge.cases._calls import Response, ShapeError, first_choice, normalise_response
 from judge.cases._case import Case, Tool
 from judge.cases._json import dumps, loads
 from judge.cases._match import Match
@@ -133,10 +133,7 @@ class Grader:
         if record.stop == "step_limit":
             steps = record.steps or 0
             message = f"the candidate was still calling tools after {steps} steps (--max-steps)"
-            limit = Failure(call=None, kind=FailureKind.STEP_LIMIT, path="", message=message)
-            checked = checked.model_copy(
-                update={"passed": False, "failures": (*checked.failures, limit)}
-            )
+            checked = _failed(checked, FailureKind.STEP_LIMIT, message, passed=False)
         return await self._judged(record, graded, _cut_off(record.response, checked))
 
     async def _judged(self, record: RunRecord, graded: Case, checked: CaseResult) -> RunRecord:
@@ -610,9 +607,7 @@ def reply_error(body: Any) -> str | None:
     `error` in the body. None for an answer."""
     if not isinstance(body, dict):
         return None
-    choices = body.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices else None
-    choice: dict[str, Any] = first if isinstance(first, dict) else {}
+    choice = first_choice(body)
     error = choice.get("error") or body.get("error")
     if error is None and choice.get("finish_reason") != "error":
         return None
@@ -630,14 +625,19 @@ def _cut_off(reply: Any, checked: CaseResult) -> CaseResult:
     checks read may be only the start of what the candidate meant): failed, unless the checks
     had nothing to grade (`passed` null stays null, so a reference-free pass rate is not
     computed from the cut replies alone)."""
-    choices = reply.get("choices") if isinstance(reply, dict) else None
-    first = choices[0] if isinstance(choices, list) and choices else None
-    if not isinstance(first, dict) or first.get("finish_reason") != "length":
+    if first_choice(reply).get("finish_reason") != "length":
         return checked
     message = "the reply stopped at its token limit (finish_reason: length): it may be incomplete"
-    cut = Failure(call=None, kind=FailureKind.TRUNCATED, path="", message=message)
     passed = None if checked.passed is None else False
-    return checked.model_copy(update={"passed": passed, "failures": (*checked.failures, cut)})
+    return _failed(checked, FailureKind.TRUNCATED, message, passed=passed)
+
+
+def _failed(
+    checked: CaseResult, kind: FailureKind, message: str, *, passed: bool | None
+) -> CaseResult:
+    """`checked` with one more failure of the whole reply (no call, no path)."""
+    failure = Failure(call=None, kind=kind, path="", message=message)
+    return checked.model_copy(update={"passed": passed, "failures": (*checked.failures, failure)})
 
 
 def _json(value: Any) -> str:

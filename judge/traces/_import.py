@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from judge.cases._calls import first_choice
 from judge.traces._calls import LLMCall, llm_call
 from judge.traces._inspect import inspect_calls
 from judge.traces._langsmith import is_run, langsmith_call
@@ -137,9 +138,7 @@ def _proxy_pair(document: Any, source: str) -> LLMCall:
     messages = request.get("messages")
     if not isinstance(messages, list):
         raise RecordError("request.messages must be a list")
-    choices = response.get("choices") if isinstance(response, dict) else None
-    first = choices[0] if isinstance(choices, list) and choices else None
-    output = first.get("message") if isinstance(first, dict) else None
+    output = first_choice(response).get("message")
     if response is not None and not isinstance(output, dict):
         raise RecordError("response is not a chat completion (no choices[0].message)")
     tools = request.get("tools") or []
