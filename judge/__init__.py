@@ -26,7 +26,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from judge import _core
-from judge._errors import CaseError, InputError, JudgeError
+from judge._errors import CaseError, InputError, JudgeError, UnknownFieldWarning
 
 _core.choose()  # the compiled core only where it was built from the sources beside it
 
@@ -55,6 +55,8 @@ _LAZY = {
     "replay": "judge.checks._env",
     "UngroundedValue": "judge.checks._grounding",
     "FailureKind": "judge.checks._kinds",
+    "Summary": "judge.checks._summary",
+    "summarize": "judge.checks._summary",
     "Agreement": "judge.checks._outcome",
     "ArgumentVerdict": "judge.checks._outcome",
     "JudgeOutcome": "judge.checks._outcome",
@@ -120,6 +122,7 @@ if TYPE_CHECKING:
     )
     from judge.checks._result import CaseResult, CheckResults, Failure
     from judge.checks._rules import ArgumentRule, Rules
+    from judge.checks._summary import Summary, summarize
     from judge.checks._trajectory import TrajectoryReport
     from judge.checks._values import json_equal
     from judge.endpoints._client import JudgeEndpointError
@@ -173,15 +176,18 @@ __all__ = [
     "RubricSet",
     "Rules",
     "SelectionVerdict",
+    "Summary",
     "Tool",
     "ToolCall",
     "UngroundedValue",
+    "UnknownFieldWarning",
     "Usage",
     "check",
     "pass_at_k",
     "pass_hat_k",
     "repeat_stats",
     "replay",
+    "summarize",
     "check_case",
     "compare_runs",
     "read_runs",

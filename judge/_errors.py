@@ -5,7 +5,9 @@
     └── CaseError              one case is malformed; says where (file, line, case id, JSON pointer)
 
 A malformed case never takes a batch down: `check` turns it into a result with an
-`InvalidCase` failure, and `load_cases` collects it in `LoadedCases.errors`.
+`InvalidCase` failure, and `load_cases` collects it in `LoadedCases.errors`. A case holding a
+key the format does not know is read all the same, with an `UnknownFieldWarning` (a
+`UserWarning`), unless read strictly.
 """
 
 from __future__ import annotations
@@ -54,3 +56,8 @@ class CaseError(JudgeError, ValueError):
         if self.pointer:
             where += f" at {self.pointer}"
         return f"{where}: {self.reason}"
+
+
+class UnknownFieldWarning(UserWarning):
+    """A case holds a key the format does not know (`/mesages`): it was read as if the key were
+    absent. The message names file, line, case, pointer and the nearest known key."""

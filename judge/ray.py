@@ -14,6 +14,16 @@ the result's JSON exactly as `judge check` / `judge grade` write it (a bad row i
 union of the fields of all rows, filled with nulls: nested nulls are left out when a row is read
 back, so a `null` written inside a nested value is lost. One column of case JSON text (Ray's
 `read_text` on JSON Lines) or this package's Parquet (nested fields as JSON text) is exact.
+Rows with one column of text that is not a case field (`read_text`'s `text`, `from_items`'s
+`item`) are read as that column's case JSON without `column`: text that is not JSON, or JSON
+that is not an object, is an `InvalidCase` result saying so.
+
+A case without an `id` (or `name`) gets `<source> task <t>:<n>`: the `n`th row that Ray task
+`t` of the map read (`source` defaults to `<ray>`; Ray numbers the tasks of an operator
+uniquely, and each task counts its own rows, as Ray's own `random_sample` keys its state), so
+no two rows of a dataset share one, and a rerun of the same read gives the same ids. A bad row
+is named by the same place. Two rows with the same explicit id are not changed:
+`repeated_ids(results)` finds them, and `judge check/grade --ray` says so on standard error.
 
 Judging runs in an actor pool: each of `actors` actors holds one `Judge` built from the same
 options, with its own bounded concurrency (`judge["concurrency"]`, default 8), so at most
@@ -27,14 +37,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Collection, Iterator
+import uuid
+from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from judge._errors import CaseError
 from judge.cases._case import Case
-from judge.cases._json import dumps, dumps_line
+from judge.cases._json import DecodeError, dumps, dumps_line, json_kind, loads
 from judge.cases._lean import read_lean
-from judge.cases._loading import read_line
+from judge.cases._loading import parse_case, read_line
 from judge.cases._match import Match
 from judge.cases._parquet import decoded_row, json_columns
 from judge.checks._check import check_case, invalid_case_result
@@ -52,6 +63,16 @@ if TYPE_CHECKING:
 
 SOURCE = "<ray>"
 _SCHEMAS = SchemaCache()  # one per worker process: validators built once per schema
+_CASE_FIELDS = frozenset(Case.model_fields) | {"name"}
+"""A row's only column named so is that field of the case, not case JSON."""
+_ROWS_READ = "judge.rows_read"  # the rows a Ray task has read so far, in its TaskContext
+_JSON_NOUNS = {
+    "an array": "a JSON array",
+    "a string": "a JSON string",
+    "a number": "a JSON number",
+    "a boolean": "a JSON boolean",
+    "null": "JSON null",
+}
 
 
 def check(
@@ -62,16 +83,19 @@ def check(
     env: str | None = None,
     batch_size: int | None = None,
     json_columns: Collection[str] | None = None,
+    source: str = SOURCE,
 ) -> Dataset:
     """The deterministic checks of every case of `ds`, in `map_batches` tasks (a block at a
     time, unless `batch_size`: rows of mixed shapes cannot always be joined into one Arrow
     batch). `match` and `env` (a `module:callable` factory, loaded in each worker) as
     `judge check --match/--env`. `json_columns`: the columns of object rows that hold JSON
     text (`parquet_json_columns` reads them from this package's Parquet; default: the case's
-    object fields)."""
+    object fields). `source` names the rows in fallback ids and errors (module docstring)."""
     encoded = set(json_columns) if json_columns is not None else None
     return ds.map_batches(
-        functools.partial(_check_batch, column=column, match=match, env=env, encoded=encoded),
+        functools.partial(
+            _check_batch, column=column, match=match, env=env, encoded=encoded, source=source
+        ),
         batch_size=batch_size,
         batch_format="pyarrow",
         zero_copy_batch=True,
@@ -90,6 +114,7 @@ def grade(
     strict: bool = False,
     force: bool = False,
     json_columns: Collection[str] | None = None,
+    source: str = SOURCE,
 ) -> Dataset:
     """The checks and the LLM judge on every case of `ds`, in a pool of `actors` actors, each
     holding a `Judge(**judge)` and `num_cpus` of a CPU (a hosted judge mostly waits; give the
@@ -123,6 +148,7 @@ def grade(
             "trusted": trusted,
             "record": record,
             "encoded": set(json_columns) if json_columns is not None else None,
+            "source": source,
         },
         batch_size=batch_size,
         batch_format="pyarrow",
@@ -139,17 +165,93 @@ def parquet_json_columns(path: str) -> set[str] | None:
     return json_columns(pq.read_schema(path).metadata)
 
 
+def repeated_ids(results: Dataset) -> dict[str, int]:
+    """The ids that more than one result row of `results` (what `check` or `grade` returned)
+    holds, with how many rows: the `id` column streamed to the driver, which keeps each id
+    once (this runs the results' pipeline again unless they are materialized)."""
+    return repeats(row["id"] for row in results.select_columns(["id"]).iter_rows())
+
+
+def repeats(ids: Iterable[Any]) -> dict[str, int]:
+    """The ids that occur more than once in `ids`, with how many times, in the order they
+    first repeat."""
+    seen: set[str] = set()
+    repeated: dict[str, int] = {}
+    for value in ids:
+        case_id = str(value)
+        if case_id in seen:
+            repeated[case_id] = repeated.get(case_id, 1) + 1
+        else:
+            seen.add(case_id)
+    return repeated
+
+
 def items(
-    batch: pa.Table, column: str | None, encoded: set[str] | None = None
+    batch: pa.Table, column: str | None, encoded: set[str] | None = None, source: str = SOURCE
 ) -> Iterator[Case | CaseError]:
-    """The cases of one batch of rows (or the `CaseError` standing for a bad row, named by
-    its position in the batch)."""
-    for position, raw in enumerate(_raw_rows(batch, column, encoded), start=1):
-        yield _no_case(position) if raw is None else read_line(raw, source=SOURCE, line=position)
+    """The cases of one batch of rows (or the `CaseError` standing for a bad row), each named
+    by its place in the dataset (module docstring)."""
+    where, first = _place(batch.num_rows, source)
+    text = _text_column(batch) if column is None else None
+    for line, raw in enumerate(_raw_rows(batch, column or text, encoded), start=first):
+        yield _read(raw, source=where, line=line, text=text)
 
 
-def _no_case(position: int) -> CaseError:
-    return CaseError("not a case: the row has no case JSON", source=SOURCE, line=position)
+def _place(rows: int, source: str) -> tuple[str, int]:
+    """Where a batch of `rows` rows is: `<source> task <t>` and the number of its first row
+    among those the task read (Ray's TaskContext, where Ray's own map functions keep their
+    per-task state). Outside a Ray task, a batch with a name of its own."""
+    try:
+        from ray.data._internal.execution.interfaces.task_context import TaskContext
+
+        context = TaskContext.get_current()
+    except (ImportError, AttributeError):  # not in a Ray task, or a Ray without it
+        context = None
+    state = getattr(context, "kwargs", None)
+    if context is None or not isinstance(state, dict):
+        return f"{source} batch {uuid.uuid4().hex[:12]}", 1
+    read = int(state.get(_ROWS_READ, 0))
+    state[_ROWS_READ] = read + rows
+    return f"{source} task {context.task_idx}", read + 1
+
+
+def _text_column(batch: pa.Table) -> str | None:
+    """The name of a batch's only column when it holds text that must be case JSON (not a
+    case field's own column, such as `id` or `response`)."""
+    import pyarrow as pa
+
+    if batch.num_columns != 1:
+        return None
+    field = batch.schema.field(0)
+    kind = field.type
+    text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    binary = pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+    if field.name in _CASE_FIELDS or not (text or binary or pa.types.is_null(kind)):
+        return None
+    return str(field.name)
+
+
+def _read(raw: bytes | None, *, source: str, line: int, text: str | None) -> Case | CaseError:
+    """The case of one row's JSON; `text`: the row's only column, which had to hold it."""
+    if raw is None:
+        return CaseError("not a case: the row has no case JSON", source=source, line=line)
+    if text is None:
+        return read_line(raw, source=source, line=line)
+    try:
+        data = loads(raw)
+    except DecodeError as exc:
+        return CaseError(
+            f"column {text!r} holds text that is not JSON: {exc}", source=source, line=line
+        )
+    if not isinstance(data, dict):
+        noun = _JSON_NOUNS.get(json_kind(data), "JSON")
+        return CaseError(
+            f"column {text!r} holds {noun}, not a case object", source=source, line=line
+        )
+    try:
+        return parse_case(data, source=source, line=line)
+    except CaseError as exc:
+        return exc
 
 
 def rows(results: list[CaseResult]) -> dict[str, list[Any]]:
@@ -171,20 +273,21 @@ def _check_batch(
     match: Match | None,
     env: str | None,
     encoded: set[str] | None,
+    source: str = SOURCE,
 ) -> dict[str, list[Any]]:
     """The checks of one batch, on `judge check`'s own path: a line in the common form is
     read lean and checked without the models, any other as a `Case`."""
     factory = _factory(env) if env is not None else None
     plain = match is None and factory is None
+    where, first = _place(batch.num_rows, source)
+    text = _text_column(batch) if column is None else None
     found = []
-    for position, raw in enumerate(_raw_rows(batch, column, encoded), start=1):
+    for line, raw in enumerate(_raw_rows(batch, column or text, encoded), start=first):
         lean = read_lean(raw) if plain and raw is not None else None
         if lean is not None:
             found.append(check_plain(lean, _SCHEMAS))
             continue
-        item = (
-            read_line(raw, source=SOURCE, line=position) if raw is not None else _no_case(position)
-        )
+        item = _read(raw, source=where, line=line, text=text)
         result = (
             invalid_case_result(item)
             if isinstance(item, CaseError)
@@ -228,10 +331,11 @@ class _Grade:
         trusted: bool | None,
         record: CalibrationRecord | None,
         encoded: set[str] | None,
+        source: str = SOURCE,
     ) -> None:
         from judge.judging._grade import Judge
 
-        self.column, self.encoded = column, encoded
+        self.column, self.encoded, self.source = column, encoded, source
         self.loop = asyncio.new_event_loop()
         self.judge = Judge(**options)
         if self.judge.fingerprint() != fingerprint:
@@ -246,7 +350,7 @@ class _Grade:
     def __call__(self, batch: pa.Table) -> dict[str, list[Any]]:
         from judge.endpoints._client import JudgeEndpointError
 
-        found = list(items(batch, self.column, self.encoded))
+        found = list(items(batch, self.column, self.encoded, self.source))
         try:
             graded = list(self.loop.run_until_complete(self.judge.grade(found)))
         except JudgeEndpointError as exc:  # the endpoint refuses: these cases, not the job

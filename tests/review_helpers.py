@@ -71,7 +71,16 @@ def sample_rows() -> list[dict[str, Any]]:
         {
             "id": "x-script",
             "messages": [{"role": "user", "content": f"What time is it? {INJECTED}"}],
-            "tools": [tool("get_time", {"type": "object"}) | {"description": INJECTED}],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "get_time",
+                        "description": INJECTED,
+                        "parameters": {"type": "object"},
+                    },
+                }
+            ],
             "response": {"content": None, "tool_calls": [call("get_time", {"note": INJECTED})]},
             "meta": {"category": "weather"},
         }

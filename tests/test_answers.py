@@ -123,7 +123,8 @@ def test_judge_grade_answers_from_the_command_line(server: ChatServer, tmp_path:
     assert done.exit_code == 0, done.output
     verdicts = {r["id"]: r["judge"]["answer"]["verdict"] for r in lines(out)}
     assert verdicts == {"honest": "correct", "liar": "incorrect"}
-    assert json.loads(done.stdout)["judge"]["answer"] == {"correct": 1, "incorrect": 1}
+    answers = json.loads(done.stdout)["judge"]["answer"]
+    assert answers == {"correct": 1, "incorrect": 1, "uncertain": 0, "none": 0}
 
 
 def test_judge_run_judges_the_answer_an_agent_run_ends_with(

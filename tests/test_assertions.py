@@ -167,7 +167,7 @@ def test_the_summary_shows_mean_f1_and_assertions(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["mean_f1"] == pytest.approx((1.0 + 2 / 3) / 2)
-    assert summary["checks"]["tool_assertions"] == {"false": 1, "null": 2}
+    assert summary["checks"]["tool_assertions"] == {"true": 0, "false": 1, "null": 2}
     assert summary["failure_kinds"]["ForbiddenCall"] == 1
     table = CliRunner().invoke(main, ["check", str(path), "-o", str(tmp_path / "r2.jsonl")])
     assert "mean call F1" in table.stdout and "0.833" in table.stdout

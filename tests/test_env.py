@@ -36,13 +36,16 @@ def counter_env() -> StateEnvironment:
     return StateEnvironment({}, {"add": add, "fail": fail, "read": read})
 
 
+NAMED = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
 def counter_case(
     calls: list[tuple[str, dict[str, Any]]], expected: list[tuple[str, dict[str, Any]]]
 ) -> dict[str, Any]:
     return {
         "id": "counters",
         "messages": [{"role": "user", "content": "count"}],
-        "tools": [tool("add"), tool("fail"), tool("read")],
+        "tools": [tool(name, NAMED) for name in ("add", "fail", "read")],
         "response": {
             "tool_calls": [call(n, a) | {"id": f"c{i}"} for i, (n, a) in enumerate(calls)]
         },

@@ -66,11 +66,11 @@ def test_results_carry_check_fields_and_judge(server: ChatServer, tmp_path: Path
     assert set(judged["arguments"][0]) >= {"call", "verdict", "reasoning", "problems"}
     assert {"samples", "flip_rate", "provenance"} <= set(judged)
     summary = json.loads(result.stdout)["judge"]
-    assert summary["status"] == {"ok": 2}
-    assert summary["selection"] == {"correct": 2}
+    assert summary["status"] == {"ok": 2, "judge_error": 0, "skipped": 0}
+    assert summary["selection"] == {"correct": 2, "incorrect": 0, "uncertain": 0, "none": 0}
     assert summary["requests"] == 3
     assert summary["prompt_tokens"] == 300
-    assert summary["agreement"]["selection"] == {"agree": 1}
+    assert summary["agreement"]["selection"] == {"agree": 1, "disagree": 0}
 
 
 def test_a_bad_line_is_reported_by_grade_as_grade(server: ChatServer, tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_judge_errors_are_counted_and_exit_zero(server: ChatServer, tmp_path: Pa
         server, tmp_path, str(cases), "-o", str(tmp_path / "r.jsonl"), "--format", "json"
     )
     assert result.exit_code == 0
-    assert json.loads(result.stdout)["judge"]["status"] == {"judge_error": 2}
+    assert json.loads(result.stdout)["judge"]["status"] == {"ok": 0, "judge_error": 2, "skipped": 0}
 
 
 def test_fail_under_uses_the_judge_pass_rate(server: ChatServer, tmp_path: Path) -> None:

@@ -550,3 +550,54 @@ def test_openllmetry_indexed_attributes(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps(case) + "\n")
     assert without_id(check(path)) == without_id(hand)
+
+
+def test_import_makes_ids_unique_and_says_so(spans: list[Any], tmp_path: Path) -> None:
+    # Regression: the same spans exported twice gave two cases with each id.
+    first, again = tmp_path / "traces.json", tmp_path / "traces-again.json"
+    first.write_text(otlp_json(spans))
+    again.write_text(otlp_json(spans))
+    cases = tmp_path / "cases.jsonl"
+    done = CliRunner().invoke(main, ["import", "otel", str(first), str(again), "-o", str(cases)])
+    assert done.exit_code == 0, done.output
+    made = [json.loads(line) for line in cases.read_text().splitlines()]
+    ids = [case["id"] for case in made]
+    assert ids[2:] == [f"{ids[0]}#2", f"{ids[1]}#2"] and len(set(ids)) == 4
+    for case, twin in zip(made[:2], made[2:], strict=True):
+        meta = {k: v for k, v in twin["meta"].items() if k not in ("original_id", "source")}
+        assert twin["meta"]["original_id"] == case["id"] and "original_id" not in case["meta"]
+        assert {**twin, "id": case["id"], "meta": meta} == {
+            **case, "meta": {k: v for k, v in case["meta"].items() if k != "source"}
+        }  # fmt: skip
+    assert (
+        f"judge import: 2 duplicate ids made unique (the original kept in meta.original_id): "
+        f"{ids[0]!r} -> {ids[0] + '#2'!r} ({again}:1), {ids[1]!r} -> {ids[1] + '#2'!r} ({again}:1)"
+    ) in done.stderr
+
+
+def test_a_suffixed_id_that_is_taken_already_is_passed_over(tmp_path: Path) -> None:
+    logs = tmp_path / "proxy.jsonl"
+    request = {"model": "m", "messages": [QUESTION], "tools": [WEATHER]}
+    lines = [{"request": request, "response": {**completion(ANSWER), "id": name}}
+             for name in ("cmpl#2", "cmpl", "cmpl", "cmpl")]  # fmt: skip
+    logs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    found = import_traces("openai", [logs])
+    assert [c["id"] for c in found.cases] == ["cmpl#2", "cmpl", "cmpl#3", "cmpl#4"]
+    assert [c["meta"].get("original_id") for c in found.cases] == [None, None, "cmpl", "cmpl"]
+    assert found.ids.renamed == 2
+    assert [r.source for r in found.ids.first] == [f"{logs}:3", f"{logs}:4"]
+
+
+def test_one_sample_in_two_inspect_logs_is_two_traces_with_two_ids(tmp_path: Path) -> None:
+    sample = {
+        "id": "s",
+        "epoch": 1,
+        "messages": [QUESTION, {"role": "assistant", "content": ANSWER}],
+    }
+    logs = [tmp_path / "run-1.json", tmp_path / "run-2.json"]
+    for log in logs:  # the same task run twice
+        log.write_text(json.dumps({"eval": {}, "samples": [sample]}))
+    traces = import_traces("inspect", logs, per="trace").cases
+    assert [t["id"] for t in traces] == ["s:1", "s:1#2"]
+    assert traces[1]["meta"]["original_id"] == "s:1"
+    assert traces[1]["messages"] == traces[0]["messages"]

@@ -33,6 +33,9 @@ LAYERS = (
 
 # The names of `judge.__all__` before the package was layered: each must stay importable.
 PUBLIC_NAMES = (
+    "Summary",
+    "UnknownFieldWarning",
+    "summarize",
     "Agreement",
     "ArgumentRule",
     "ArgumentVerdict",

@@ -219,3 +219,50 @@ def test_grade_on_ray_with_a_calibration_gives_what_judge_grade_gives(tmp_path: 
     expected = {r["id"]: r["judge"] for r in map(json.loads, alone.read_text().splitlines())}
     assert {r["id"]: r["judge"] for r in graded} == expected
     assert {j["trusted"] for j in expected.values()} == {True}
+
+
+def test_read_text_without_column_grades_the_case_json_of_each_line() -> None:
+    # Regression: the only column, `text`, was ignored: every line an empty case graded null.
+    found = results(judge.ray.check(ray.data.read_text(str(EXAMPLES))))
+    assert found == [r.to_json_dict() for r in check(load_cases(str(EXAMPLES)))]
+
+
+def test_an_only_column_of_text_that_is_no_case_is_refused_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    lines = tmp_path / "lines.jsonl"
+    case = {"id": "ok", "messages": [{"role": "user", "content": "hi"}]}
+    lines.write_text("\n".join([json.dumps(case), "{not json", "[1, 2]", '"a case"']) + "\n")
+    found = results(judge.ray.check(ray.data.read_text(str(lines))))
+    assert found[0]["id"] == "ok" and not found[0]["failures"]
+    refused = [f["failures"][0] for f in found[1:]]
+    assert [r["kind"] for r in refused] == ["InvalidCase"] * 3
+    assert "column 'text' holds text that is not JSON" in refused[0]["message"]
+    assert "column 'text' holds a JSON array, not a case object" in refused[1]["message"]
+    assert "column 'text' holds a JSON string, not a case object" in refused[2]["message"]
+
+
+@pytest.mark.parametrize(
+    "as_text", [pytest.param(True, id="json-text"), pytest.param(False, id="objects")]
+)
+def test_fallback_ids_never_repeat_across_blocks(as_text: bool) -> None:
+    # Regression: ids were the row's position in its batch, `<ray>:1`, `<ray>:2` per block.
+    cases = [{"messages": [{"role": "user", "content": f"q{i}"}]} for i in range(6)]
+    ds = ray.data.from_items([json.dumps(c) for c in cases] if as_text else cases,
+                             override_num_blocks=3)  # fmt: skip
+    ids = [r["id"] for r in results(judge.ray.check(ds))]
+    assert len(set(ids)) == len(cases) and all(i.startswith("<ray> task ") for i in ids)
+    assert [r["id"] for r in results(judge.ray.check(ds, batch_size=1))] == ids  # stable
+
+
+def test_two_rows_with_one_id_are_reported(tmp_path: Path, capsys: Any) -> None:
+    from judge.checks._summary import Summary
+    from judge.cli._ray import write_results
+
+    rows = [json.dumps({"id": name, "messages": []}) for name in ("x", "y", "x", "x")]
+    ds = judge.ray.check(ray.data.from_items(rows, override_num_blocks=2))
+    assert judge.ray.repeated_ids(ds) == {"x": 3}
+    write_results([ds], str(tmp_path / "out.jsonl"), Summary(), "check")
+    assert (
+        "judge check: 1 id is held by more than one case: 'x' (3 rows)" in capsys.readouterr().err
+    )

@@ -138,19 +138,20 @@ OPENAI_CALL = call("get_weather", {"city": "Paris"})
         ),
         pytest.param({"response": {"type": "message", "output": []}}, id="typed-message-output"),
         pytest.param(
-            {
-                "tools": [
-                    {"function": {"name": "get_weather", "parameters": None, "input_schema": "x"}}
-                ]
-            },
-            id="parameters-win-over-input-schema",
+            {"tools": [{"function": {"name": "get_weather", "parameters": None}}]},
+            id="parameters-null",
+        ),
+        pytest.param(
+            {"tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}]},
+            id="mcp-tool",
+        ),
+        pytest.param(
+            {"tools": {"tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}]}},
+            id="mcp-tools-list-result",
         ),
         pytest.param({"id": 7}, id="numeric-id"),
         pytest.param({"id": None, "name": "seed-style"}, id="name-for-id"),
         pytest.param({"id": None}, id="no-id"),
-        pytest.param(
-            {"labels": {"selection": "correct", "note": "extra keys are kept"}}, id="labels-extra"
-        ),
     ],
 )
 def test_every_shape_the_loader_accepts_fits_the_schema(fields: dict[str, Any]) -> None:

@@ -161,24 +161,42 @@ def test_invalid_json_call_still_counts_for_selection() -> None:
     assert kinds(result) == [(0, "InvalidJson")]
 
 
-def test_without_expected_calls_only_schema_validity_is_decided() -> None:
-    result = grade(case([call("get_weather", {"city": 1})]))
+@pytest.mark.parametrize(
+    "arguments, kind",
+    [
+        pytest.param({"city": 1}, "SchemaMismatch", id="against-the-schema"),
+        pytest.param("{bad", "InvalidJson", id="not-json"),
+    ],
+)
+def test_without_expected_calls_a_broken_call_fails(arguments: Any, kind: str) -> None:
+    result = grade(case([call("get_weather", arguments)]))
     assert (result.tool_selection, result.schema_valid, result.argument_values, result.passed) == (
         None,
         False,
         None,
-        None,
+        False,
     )
+    assert kinds(result) == [(0, kind)]
 
 
-@pytest.mark.parametrize("behavior", ["call", "no_call", "ask"])
-def test_expected_behavior_never_changes_the_deterministic_result(behavior: str) -> None:
+def test_without_expected_calls_an_unknown_tool_fails() -> None:
+    result = grade(case([call("get_wether", {"city": "Paris"})]))
+    assert (result.schema_valid, result.passed) == (False, False)
+    assert kinds(result) == [(0, "UnknownName")]
+
+
+def test_without_expected_calls_a_sound_call_is_not_gradable() -> None:
+    result = grade(case([call("get_weather", {"city": "Paris"})]))
+    assert (result.schema_valid, result.passed, result.needs_judge) == (True, None, False)
+
+
+def test_expected_behavior_call_leaves_the_deterministic_result_as_it_is() -> None:
     plain = grade(case([call("get_weather", {"city": "Paris"})], [PARIS]))
     tagged = grade(
-        case([call("get_weather", {"city": "Paris"})], [PARIS], expected_behavior=behavior)
+        case([call("get_weather", {"city": "Paris"})], [PARIS], expected_behavior="call")
     )
     assert tagged == plain
-    assert grade(case([], expected_behavior=behavior)) == grade(case([]))
+    assert grade(case([], expected_behavior="call")) == grade(case([]))
 
 
 def test_small_assignments_are_as_optimal_as_scipy() -> None:

@@ -112,7 +112,7 @@ def test_check_json_array_equals_judge_check(client: httpx.Client, tmp_path: Pat
     )
     assert reply.status_code == 200, reply.text
     assert reply.headers["content-type"] == "application/json"
-    assert reply.json() == {"results": expected}
+    assert reply.json() == {"results": expected, "warnings": []}
     kinds = [r["failures"][0]["kind"] for r in expected[-2:]]
     assert kinds == ["InvalidCase", "InvalidCase"]
 
@@ -222,8 +222,18 @@ def test_a_bad_case_in_a_batch_is_a_result_not_an_error(client: httpx.Client) ->
     assert "a case must be a JSON object, got a number" in number["failures"][0]["message"]
 
 
+def test_what_the_format_does_not_know_comes_back_as_warnings(client: httpx.Client) -> None:
+    typo = {**paris("typo2"), "mesages": []}
+    reply = client.post("/v1/check", json=[typo, paris("twice"), paris("twice")])
+    assert reply.status_code == 200
+    assert reply.json()["warnings"] == [
+        "request:1 case 'typo2': unknown field /mesages (did you mean /messages?)",
+        "request:3 case 'twice': duplicate id (first at request:2)",
+    ]
+
+
 def test_an_empty_batch_gets_no_results(client: httpx.Client) -> None:
-    assert client.post("/v1/check", json=[]).json() == {"results": []}
+    assert client.post("/v1/check", json=[]).json() == {"results": [], "warnings": []}
     assert client.post("/v1/check", content=b"\n\n", headers=NDJSON).content == b""
 
 

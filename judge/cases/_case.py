@@ -10,40 +10,31 @@ from judge.cases._calls import Response, ShapeError, normalise_response
 from judge.cases._form import MATCHER_KEYS, ExpectedBehavior, Label, is_matcher
 from judge.cases._json import DecodeError, loads
 from judge.cases._match import Match
-
-_NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+from judge.cases._tools import NO_ARGUMENTS, ToolFormError, read_tool, tool_entries
 
 
 class Tool(BaseModel):
-    """A tool the candidate could call, normalised from the OpenAI, Responses or Anthropic form."""
+    """A tool the candidate could call, normalised from the OpenAI, Responses, Anthropic or MCP
+    form."""
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     description: str | None = None
-    parameters: dict[str, Any] = Field(default_factory=lambda: dict(_NO_PARAMETERS))
-    """The JSON Schema of the arguments, exactly as the model was given it."""
+    parameters: dict[str, Any] = Field(default_factory=lambda: dict(NO_ARGUMENTS))
+    """The JSON Schema of the arguments, exactly as the model was given it (none given: no
+    arguments at all)."""
 
     @classmethod
     def from_spec(cls, spec: Any) -> Tool:
-        """Read `{"type": "function", "function": {...}}`, `{"name", "parameters"}` or
-        `{"name", "input_schema"}`."""
+        """Read a tool in any known form: OpenAI chat (`{"type": "function", "function":
+        {...}}`), Responses (`{"type": "function", "name", "parameters"}`), Anthropic
+        (`{"name", "input_schema"}`) or MCP (`{"name", "inputSchema"}`). Raises `ToolFormError`
+        (a `ValueError`) for an entry that fits none."""
         if isinstance(spec, Tool):
             return spec
-        if not isinstance(spec, dict):
-            raise ValueError(f"a tool must be an object, got {type(spec).__name__}")
-        fn = spec.get("function", spec)
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise ValueError("a tool needs a name: {'type': 'function', 'function': {'name': ...}}")
-        params = fn.get("parameters", fn.get("input_schema"))
-        if params is None:
-            params = dict(_NO_PARAMETERS)
-        elif not isinstance(params, dict):
-            raise ValueError(f"tool {fn['name']!r}: parameters must be an object (a JSON Schema)")
-        description = fn.get("description")
-        if description is not None and not isinstance(description, str):
-            raise ValueError(f"tool {fn['name']!r}: description must be text")
-        return cls(name=fn["name"], description=description, parameters=params)
+        name, description, parameters = read_tool(spec)
+        return cls(name=name, description=description, parameters=parameters)
 
     def to_openai(self) -> dict[str, Any]:
         """The tool in OpenAI chat-completions form."""
@@ -125,14 +116,21 @@ class AssertTools(BaseModel):
 
 
 class Labels(BaseModel):
-    """Human labels, used only by calibration."""
+    """Human labels, used only by calibration. A key the format does not know is reported
+    (a warning; an error with `strict`) and not kept."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True)
 
     selection: Label | None = None
     arguments: Label | None = None
     answer: Label | None = None
     """Whether the text the response (or run) ends with is a right answer."""
+    trajectory: Label | None = None
+    """Whether the whole path of an agent run was a sensible one (tau-bench's labels)."""
+    reviewer: str | None = None
+    """Who gave the labels (`judge review`, `judge label`)."""
+    labelled_at: str | None = None
+    """When they were given (ISO 8601)."""
 
 
 class Case(BaseModel):
@@ -161,16 +159,19 @@ class Case(BaseModel):
     @field_validator("tools", mode="before")
     @classmethod
     def _read_tools(cls, tools: Any) -> Any:
-        if tools is None:
-            return ()
-        if not isinstance(tools, list | tuple):
-            raise ValueError("tools must be a list")
+        if isinstance(tools, tuple) and all(isinstance(t, Tool) for t in tools):
+            return tools
+        try:
+            entries = tool_entries(tools)
+        except ToolFormError as exc:
+            raise ShapeError(exc.pointer, str(exc)) from None
+        prefix = "/tools" if isinstance(tools, dict) else ""  # into a tools/list result
         specs = []
-        for i, spec in enumerate(tools):
+        for i, spec in enumerate(entries):
             try:
                 specs.append(Tool.from_spec(spec))
-            except ValueError as exc:
-                raise ShapeError(f"/{i}", str(exc)) from None
+            except ToolFormError as exc:
+                raise ShapeError(f"{prefix}/{i}{exc.pointer}", str(exc)) from None
         return tuple(specs)
 
     @field_validator("response", mode="before")

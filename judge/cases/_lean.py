@@ -14,8 +14,10 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
+from judge.cases._fields import LABEL_KEYS
 from judge.cases._form import MATCHER_KEYS, ExpectedBehavior
 from judge.cases._json import DecodeError, dumps, loads
+from judge.cases._tools import ToolFormError, read_tool
 
 _NULL = b"null"
 
@@ -114,7 +116,7 @@ class LeanTool:
 class LeanCase:
     """The parts of a case that checking reads, with the names `Case` gives them."""
 
-    __slots__ = ("id", "tools", "tool_calls", "expected_calls")
+    __slots__ = ("id", "tools", "tool_calls", "expected_calls", "expected_behavior", "reply_text")
     match = None
     """A lean case has no match settings of its own (a line with them is read as `Case`)."""
 
@@ -124,12 +126,17 @@ class LeanCase:
         tools: dict[str, LeanTool],
         tool_calls: list[LeanCall],
         expected_calls: list[LeanExpected] | None,
+        expected_behavior: ExpectedBehavior | None = None,
+        reply_text: str | None = None,
     ) -> None:
         self.id = id
         self.tools = tools
         """The tools offered, by name (the last of a name, as `Case` has them)."""
         self.tool_calls = tool_calls
         self.expected_calls = expected_calls
+        self.expected_behavior = expected_behavior
+        self.reply_text = reply_text
+        """The response's text: "" when it has none, None when there is no response."""
 
 
 _decoder = msgspec.json.Decoder(_Line)
@@ -147,15 +154,18 @@ def read_lean(raw: bytes) -> LeanCase | None:
     if tools is None:
         return None
     labels = line.labels or {}
-    if (  # (three comparisons: a generator here costs a quarter of a microsecond a line)
-        labels.get("selection") not in _LABELS
+    if (  # (a few comparisons: a generator here costs a quarter of a microsecond a line)
+        (labels and not labels.keys() <= _LABEL_KEYS)  # `Case` reports the unknown key
+        or labels.get("selection") not in _LABELS
         or labels.get("arguments") not in _LABELS
         or labels.get("answer") not in _LABELS
     ):
         return None
     calls: list[LeanCall] = []
     response = line.response
+    text = None
     if response is not None:
+        text = response.content if isinstance(response.content, str) else ""
         if response.choices is not UNSET or response.output is not UNSET:
             return None
         if response.role is UNSET and response.content is UNSET and response.tool_calls is UNSET:
@@ -169,13 +179,14 @@ def read_lean(raw: bytes) -> LeanCase | None:
             matcher = type(value) is dict and ("$any" in value or "$optional" in value)
             if matcher and not _good_matcher(value):
                 return None  # `Case` says what is wrong with it
-    return LeanCase(line.id, tools, calls, line.expected_calls)
+    return LeanCase(line.id, tools, calls, line.expected_calls, line.expected_behavior, text)
 
 
 _tool_sets: dict[bytes, dict[str, LeanTool] | None] = {}
 _TOOL_SETS_KEPT = 1024
 _last: tuple[bytes, dict[str, LeanTool] | None] = (b"", None)
 _LABELS = (None, "correct", "incorrect")
+_LABEL_KEYS = LABEL_KEYS
 
 
 def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
@@ -209,16 +220,11 @@ def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
         return None
     tools = {}
     for spec in specs:
-        fn = spec.get("function", spec) if isinstance(spec, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        try:
+            name, _, parameters = read_tool(spec)
+        except ToolFormError:
             return None
-        params = fn.get("parameters", fn.get("input_schema"))
-        if params is None:
-            params = {"type": "object", "properties": {}}
-        description = fn.get("description")
-        if not isinstance(params, dict) or not isinstance(description, str | None):
-            return None
-        tools[fn["name"]] = LeanTool(fn["name"], params)
+        tools[name] = LeanTool(name, parameters)
     return tools
 
 

@@ -8,16 +8,18 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from pydantic import ValidationError
 
-from judge._errors import CaseError, InputError
+from judge._errors import CaseError, InputError, UnknownFieldWarning
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
+from judge.cases._fields import UnknownField, unknown_fields
 from judge.cases._files import open_cases
 from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._json import pointer as json_pointer
@@ -53,14 +55,15 @@ class LoadedCases(list[Case]):
         return pd.DataFrame(rows, columns=columns)
 
 
-def load_cases(source: Any) -> LoadedCases:
+def load_cases(source: Any, *, strict: bool = False) -> LoadedCases:
     """Load every case of a JSONL path, a DataFrame or an iterable of dicts or `Case`s.
 
     Malformed cases are collected in `.errors` (each names its file, line, case and JSON
-    pointer); raises `InputError` only when the source cannot be read at all.
+    pointer); raises `InputError` only when the source cannot be read at all. A key the case
+    format does not know is an `UnknownFieldWarning` (with `strict`, an error).
     """
     loaded = LoadedCases()
-    for item in iter_cases(source):
+    for item in iter_cases(source, strict=strict):
         if isinstance(item, CaseError):
             loaded.errors.append(item)
         else:
@@ -68,20 +71,43 @@ def load_cases(source: Any) -> LoadedCases:
     return loaded
 
 
-def iter_cases(source: Any) -> Iterator[Case | CaseError]:
+Warn = Callable[[str], None]
+"""Where a reader reports a case's unknown fields, one message each."""
+
+
+def warn_python(message: str) -> None:
+    """Report an unknown field as an `UnknownFieldWarning` (the readers' default)."""
+    warnings.warn(UnknownFieldWarning(message), stacklevel=4)
+
+
+def iter_cases(
+    source: Any, *, strict: bool = False, warn: Warn | None = None
+) -> Iterator[Case | CaseError]:
     """Yield each case of `source` in order, or the `CaseError` that stands in its place. A
-    path ending in `.parquet` is read as Parquet (one row per case), any other as JSON Lines."""
+    path ending in `.parquet` is read as Parquet (one row per case), any other as JSON Lines.
+
+    A key the case format does not know is reported to `warn` (default: an
+    `UnknownFieldWarning`); with `strict`, such a case is a `CaseError` instead."""
+    reading = _Reading(strict, warn or warn_python)
     if isinstance(source, str | PathLike):
-        return _iter_parquet(source) if is_parquet(source) else _iter_file(source)
+        return _iter_parquet(source, reading) if is_parquet(source) else _iter_file(source, reading)
     if _is_dataframe(source):
-        return _iter_frame(source)
+        return _iter_frame(source, reading)
     if isinstance(source, Case | dict):
         source = [source]
-    return _iter_objects(source)
+    return _iter_objects(source, reading)
 
 
-def parse_case(data: Any, *, source: str, line: int | None) -> Case:
-    """Validate one decoded case; raise `CaseError` saying where it is wrong."""
+class _Reading(NamedTuple):
+    strict: bool
+    warn: Warn
+
+
+def parse_case(
+    data: Any, *, source: str, line: int | None, strict: bool = False, warn: Warn | None = None
+) -> Case:
+    """Validate one decoded case; raise `CaseError` saying where it is wrong. Unknown keys go
+    to `warn` (default: an `UnknownFieldWarning`), or with `strict` are a `CaseError`."""
     if isinstance(data, Case):
         return data
     if not isinstance(data, dict):
@@ -92,10 +118,26 @@ def parse_case(data: Any, *, source: str, line: int | None) -> Case:
     if case_id is None:
         case_id = fallback_id(source, line)
         data = {**data, "id": case_id}
+    unknown = unknown_fields(data)
+    if unknown and strict:
+        first = unknown[0]
+        raise CaseError(
+            f"{first} (--strict refuses fields the case format does not know)",
+            source=source, line=line, case_id=str(case_id), pointer=first.pointer,
+        )  # fmt: skip
     try:
-        return Case.model_validate(data)
+        case = Case.model_validate(data)
     except ValidationError as exc:
         raise _from_validation(exc, source=source, line=line, case_id=str(case_id)) from None
+    for field in unknown:
+        (warn or warn_python)(unknown_message(field, source, line, str(case_id)))
+    return case
+
+
+def unknown_message(field: UnknownField, source: str, line: int | None, case_id: str) -> str:
+    """`cases.jsonl:3 case 'typo2': unknown field /mesages (did you mean /messages?)`"""
+    where = source if line is None else f"{source}:{line}"
+    return f"{where} case {case_id!r}: {field}"
 
 
 def fallback_id(source: str, line: int | None) -> str:
@@ -103,57 +145,92 @@ def fallback_id(source: str, line: int | None) -> str:
     return f"{Path(source).name}:{line}" if line is not None else source
 
 
-def _iter_file(path: str | PathLike[str]) -> Iterator[Case | CaseError]:
-    for _, item in iter_lines(path):
+def _iter_file(path: str | PathLike[str], reading: _Reading) -> Iterator[Case | CaseError]:
+    for _, item in iter_lines(path, strict=reading.strict, warn=reading.warn):
         yield item
 
 
-def _iter_parquet(path: str | PathLike[str]) -> Iterator[Case | CaseError]:
+def _iter_parquet(path: str | PathLike[str], reading: _Reading) -> Iterator[Case | CaseError]:
     name = str(path)
     if not Path(name).is_file():
         raise InputError(f"{name}: no such file")
     with as_json_lines(name) as stream:
-        yield from iter_stream(stream, name)
+        yield from iter_stream(stream, name, strict=reading.strict, warn=reading.warn)
 
 
-def iter_lines(path: str | PathLike[str]) -> Iterator[tuple[bytes, Case | CaseError]]:
+def iter_lines(
+    path: str | PathLike[str], *, strict: bool = False, warn: Warn | None = None
+) -> Iterator[tuple[bytes, Case | CaseError]]:
     """Each non-blank line of a JSONL file (`-`: standard input) with its case, or the
     `CaseError` that stands in its place; the raw line lets a caller copy it verbatim."""
+    for _, raw, item in _iter_path(path, _Reading(strict, warn or warn_python)):
+        yield raw, item
+
+
+def iter_numbered(
+    path: str | PathLike[str], *, strict: bool = False, warn: Warn | None = None
+) -> Iterator[tuple[int, Case | CaseError]]:
+    """Each case of a JSONL or Parquet file (`-`: standard input) with its line (or row)
+    number, or the `CaseError` that stands in its place."""
+    reading = _Reading(strict, warn or warn_python)
+    if is_parquet(path):
+        name = str(path)
+        if not Path(name).is_file():
+            raise InputError(f"{name}: no such file")
+        with as_json_lines(name) as stream:
+            for number, _, item in _iter_lines(stream, name, reading):
+                yield number, item
+        return
+    for number, _, item in _iter_path(path, reading):
+        yield number, item
+
+
+def _iter_path(
+    path: str | PathLike[str], reading: _Reading
+) -> Iterator[tuple[int, bytes, Case | CaseError]]:
     name = str(path)
     if name == "-":
-        yield from _iter_lines(sys.stdin.buffer, "<stdin>")
+        yield from _iter_lines(sys.stdin.buffer, "<stdin>", reading)
         return
     with open_cases(name) as stream:
-        yield from _iter_lines(stream, name)
+        yield from _iter_lines(stream, name, reading)
 
 
-def iter_stream(stream: BinaryIO, name: str) -> Iterator[Case | CaseError]:
+def iter_stream(
+    stream: BinaryIO, name: str, *, strict: bool = False, warn: Warn | None = None
+) -> Iterator[Case | CaseError]:
     """Each case of a JSON Lines byte stream, or the `CaseError` (naming `name` and the line)
     that stands in its place."""
-    for _, item in _iter_lines(stream, name):
+    for _, _, item in _iter_lines(stream, name, _Reading(strict, warn or warn_python)):
         yield item
 
 
-def _iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[bytes, Case | CaseError]]:
+def _iter_lines(
+    stream: BinaryIO, name: str, reading: _Reading
+) -> Iterator[tuple[int, bytes, Case | CaseError]]:
     for number, raw in enumerate(stream, start=1):
         if raw.strip():
             line = raw.rstrip(b"\r\n")
-            yield line, read_line(line, source=name, line=number)
+            item = read_line(line, source=name, line=number, strict=reading.strict,
+                             warn=reading.warn)  # fmt: skip
+            yield number, line, item
 
 
-def read_line(raw: bytes, *, source: str, line: int) -> Case | CaseError:
+def read_line(
+    raw: bytes, *, source: str, line: int, strict: bool = False, warn: Warn | None = None
+) -> Case | CaseError:
     """The case of one non-blank JSON line, or the `CaseError` that stands in its place."""
     try:
         data = loads(raw)
     except DecodeError as exc:
         return CaseError(f"not valid JSON: {exc}", source=source, line=line)
     try:
-        return parse_case(data, source=source, line=line)
+        return parse_case(data, source=source, line=line, strict=strict, warn=warn)
     except CaseError as exc:
         return exc
 
 
-def _iter_frame(frame: pd.DataFrame) -> Iterator[Case | CaseError]:
+def _iter_frame(frame: pd.DataFrame, reading: _Reading) -> Iterator[Case | CaseError]:
     for position, record in enumerate(frame.to_dict("records"), start=1):
         data: dict[str, Any] = {}
         for key, value in record.items():
@@ -174,18 +251,20 @@ def _iter_frame(frame: pd.DataFrame) -> Iterator[Case | CaseError]:
             data[str(key)] = value
         else:
             try:
-                yield parse_case(data, source="<dataframe>", line=position)
+                yield parse_case(data, source="<dataframe>", line=position,
+                                 strict=reading.strict, warn=reading.warn)  # fmt: skip
             except CaseError as exc:
                 yield exc
 
 
-def _iter_objects(items: Iterable[Any]) -> Iterator[Case | CaseError]:
+def _iter_objects(items: Iterable[Any], reading: _Reading) -> Iterator[Case | CaseError]:
     for position, item in enumerate(items, start=1):
         if isinstance(item, CaseError):  # read (and named) already by the caller
             yield item
             continue
         try:
-            yield parse_case(item, source="<objects>", line=position)
+            yield parse_case(item, source="<objects>", line=position, strict=reading.strict,
+                             warn=reading.warn)  # fmt: skip
         except CaseError as exc:
             yield exc
 

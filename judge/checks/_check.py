@@ -9,7 +9,7 @@ from judge._errors import CaseError
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
 from judge.cases._lean import Called
-from judge.cases._loading import fallback_id, iter_cases
+from judge.cases._loading import fallback_id, iter_cases, read_line
 from judge.cases._match import Match
 from judge.checks._arguments import Problem, show
 from judge.checks._assertions import check_assertions
@@ -23,11 +23,14 @@ from judge.checks._env import (
 from judge.checks._kinds import FailureKind
 from judge.checks._plain import (
     DEFAULT,
+    NO_CALL_BEHAVIORS,
     Settings,
+    broken,
     call_scores,
     compare,
     in_call_order,
     structure,
+    undecided_reply,
     verdicts,
 )
 from judge.checks._result import CallScores, CaseResult, CheckResults, Failure
@@ -82,7 +85,7 @@ def invalid_case_result(error: CaseError) -> CaseResult:
 
 
 def check_case(
-    case: Case,
+    case: Case | dict[str, Any] | str | bytes,
     *,
     rules: Rules | None = None,
     schemas: SchemaCache | None = None,
@@ -100,7 +103,25 @@ def check_case(
     assistant turns even without a mode (an agent run's), paired as without one; `reached` is
     the state an agent run actually ended in, compared with the reference's instead of a
     replay of its calls.
+
+    `case` may be a `Case`, a dict or JSON text, as `check` takes them; one that cannot be
+    read gives a result with an `InvalidCase` failure, as in `check`.
     """
+    read = case if isinstance(case, Case) else _read_one(case)
+    if isinstance(read, CaseError):
+        return invalid_case_result(read)
+    return _check_read(read, rules, schemas, match, env, whole_path, reached)
+
+
+def _check_read(
+    case: Case,
+    rules: Rules | None,
+    schemas: SchemaCache | None,
+    match: Match | None,
+    env: EnvironmentFactory | None,
+    whole_path: bool,
+    reached: Any,
+) -> CaseResult:
     schemas = schemas or SchemaCache()
     settings = case.match.merged_over(match) if case.match is not None else match
     has_mode = settings is not None and settings.mode is not None
@@ -118,6 +139,8 @@ def check_case(
     parsed, problems, schema_valid = structure(calls, tools, schemas)
 
     expected = case.expected_calls
+    if expected is None and case.expected_behavior in NO_CALL_BEHAVIORS:
+        expected = ()  # no call is the one thing code can check of such a case
     state: StateReport | None = None
     if env is not None and expected is not None:
         try:
@@ -141,7 +164,8 @@ def check_case(
         TrajectoryReport(mode=None, args=None, calls=_located(located)) if whole_path else None
     )
     if expected is None:
-        return _result(case, None, schema_valid, None, holds, problems, path_only, holds=holds)
+        passed = False if broken(problems) else holds
+        return _result(case, None, schema_valid, None, passed, problems, path_only, holds=holds)
     names = [c.name for c in calls]
     if env is not None and (settings is None or settings.mode is None):
         # Only the end state matters; the pairing gives the partial credit alone.
@@ -170,10 +194,37 @@ def check_case(
     selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
     if state is not None:  # both must hold; a reference that cannot be replayed: unknown
         passed = None if state.equal is None else passed and state.equal
+    needs_judge = False
+    if passed and not calls:
+        passed, needs_judge = _no_call_reply(case, problems)
     return _result(
         case, selection, schema_valid, argument_values, passed, problems, report, state,
-        holds=holds, scored=compared.scored,
+        holds=holds, scored=compared.scored, needs_judge=needs_judge,
     )  # fmt: skip
+
+
+def _no_call_reply(
+    case: Case, problems: list[tuple[int | None, Problem]]
+) -> tuple[bool | None, bool]:
+    """`passed` and `needs_judge` of a case passed so far whose reply makes no call: for an
+    `ask` / `no_call` case, undecided (the judge's to say) when it has text, else failed."""
+    behavior = case.expected_behavior
+    if behavior not in NO_CALL_BEHAVIORS or case.response is None:
+        return True, False
+    empty = undecided_reply(behavior, case.response.content or "")
+    if empty is None:
+        return None, True
+    problems.append((None, empty))
+    return False, False
+
+
+def _read_one(data: dict[str, Any] | str | bytes) -> Case | CaseError:
+    if isinstance(data, str | bytes):
+        return read_line(data.encode() if isinstance(data, str) else data,
+                         source="<text>", line=1)  # fmt: skip
+    for item in iter_cases([data]):
+        return item
+    raise AssertionError("one object gives one case")  # pragma: no cover
 
 
 def _located(located: list[tuple[Called, str]]) -> tuple[TrajectoryCall, ...]:
@@ -222,6 +273,7 @@ def _result(
     *,
     holds: bool | None = None,
     scored: tuple[int, int, int] | None = None,
+    needs_judge: bool = False,
 ) -> CaseResult:
     """`scored`: the pairing's (matched, calls, expected) counts, for `call_scores`."""
     if holds is False:  # `passed` and the tool assertions must both hold
@@ -238,6 +290,7 @@ def _result(
         argument_values=argument_values,
         passed=passed,
         tool_assertions=holds,
+        needs_judge=needs_judge and passed is None,
         call_scores=None if scores is None else CallScores(**scores),
         failures=failures,
         trajectory=trajectory,

@@ -42,5 +42,8 @@ class FailureKind(StrEnum):
     TRUNCATED = "Truncated"
     """A candidate's reply stopped at its token limit (`finish_reason: length`): its calls or
     its text may be incomplete, whatever the other checks found."""
+    EMPTY_REPLY = "EmptyReply"
+    """A case that expects the assistant to ask the user (`expected_behavior: ask`) or to answer
+    without a call (`no_call`), whose reply makes no call and has no text either."""
     INVALID_CASE = "InvalidCase"
     """The case itself could not be read (or its reference not replayed); nothing was graded."""

@@ -67,6 +67,9 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
     calls = case.tool_calls
     parsed, problems, schema_valid = structure(calls, case.tools, schemas)
     expected = case.expected_calls
+    behavior = case.expected_behavior
+    if expected is None and behavior in NO_CALL_BEHAVIORS:
+        expected = []  # no call is the one thing code can check of such a case
     selection = argument_values = passed = scores = None
     if (
         expected is not None
@@ -87,7 +90,9 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         problems.extend(compared.problems)
         selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
         scores = call_scores(*compared.scored)
-    return {
+    elif broken(problems):
+        passed = False
+    data: dict[str, Any] = {
         "id": case.id,
         "tool_selection": selection,
         "schema_valid": schema_valid,
@@ -95,11 +100,45 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         "passed": passed,
         "tool_assertions": None,
         "call_scores": scores,
-        "failures": [
-            {"call": call, "kind": _KIND_NAMES[kind], "path": path, "message": message}
-            for call, (kind, path, message) in in_call_order(problems)
-        ],
+        "failures": [],
     }
+    if passed and not calls and behavior in NO_CALL_BEHAVIORS and case.reply_text is not None:
+        empty = undecided_reply(behavior, case.reply_text)
+        if empty is None:
+            data["passed"] = None
+            data["needs_judge"] = True
+        else:
+            data["passed"] = False
+            problems.append((None, empty))
+    data["failures"] = [
+        {"call": call, "kind": _KIND_NAMES[kind], "path": path, "message": message}
+        for call, (kind, path, message) in in_call_order(problems)
+    ]
+    return data
+
+
+NO_CALL_BEHAVIORS = ("ask", "no_call")
+"""Expected behaviours whose right reply makes no call."""
+_STRUCTURAL = (FailureKind.INVALID_JSON, FailureKind.UNKNOWN_NAME, FailureKind.SCHEMA_MISMATCH)
+
+
+def broken(problems: list[tuple[int | None, Problem]]) -> bool:
+    """Whether a call is broken in itself (not JSON, an unknown tool, against its schema):
+    a case fails on it without a reference."""
+    return any(problem[1][0] in _STRUCTURAL for problem in problems)
+
+
+def undecided_reply(behavior: str, text: str) -> Problem | None:
+    """Of a reply that rightly makes no call where the case expects `ask` or `no_call`: the
+    `EmptyReply` failure when it has no text either, else None (the judge must decide)."""
+    if text.strip():
+        return None
+    what = "ask the user" if behavior == "ask" else "answer without a call"
+    return (
+        FailureKind.EMPTY_REPLY,
+        "",
+        f"the reply makes no call and has no text: the case expects it to {what}",
+    )
 
 
 @lru_cache(maxsize=1024)

@@ -66,6 +66,11 @@ class CaseResult(BaseModel):
     it must hold too (and alone decides when `expected_calls` is absent)."""
     tool_assertions: bool | None = None
     """Every `assert_tools` assertion holds; null when the case has none."""
+    needs_judge: bool = False
+    """`passed` is null because only the judge can decide: the case expects the assistant to
+    ask the user (`expected_behavior: ask`) or to answer without a call (`no_call`), the reply
+    rightly makes no call, and whether its text asks or answers as it should is not for code
+    to say. Written only when true."""
     call_scores: CallScores | None = None
     """Partial credit against non-empty `expected_calls`; null otherwise."""
     failures: tuple[Failure, ...] = ()
@@ -94,6 +99,8 @@ class CaseResult(BaseModel):
                 for f in self.failures
             ],
         }
+        if self.needs_judge:
+            data["needs_judge"] = True
         if self.trajectory is not None:
             data["trajectory"] = self.trajectory.model_dump(mode="json")
         if self.final_state is not None:

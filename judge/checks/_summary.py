@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import IO, TYPE_CHECKING, Any
 
@@ -88,22 +89,26 @@ class JudgeSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "status": dict(self.status),
-            "selection": dict(self.selection),
-            "arguments": dict(self.arguments),
-            "answer": dict(self.answer),
+            "status": _every(self.status, ("ok", "judge_error", "skipped")),
+            "selection": _every(self.selection, _LABEL_NAMES),
+            "arguments": _every(self.arguments, _LABEL_NAMES),
+            "answer": _every(self.answer, _LABEL_NAMES),
             "passed": self.passed,
             "failed": self.failed,
             "uncertain": self.uncertain,
             "pass_rate": self.pass_rate,
-            "agreement": {name: dict(c) for name, c in self.agreement.items()},
+            "agreement": {
+                name: _every(c, ("agree", "disagree")) for name, c in self.agreement.items()
+            },
             "requests": self.requests,
             "cached": self.cached,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "escalated": self.escalated,
-            "escalation": dict(self.escalation),
+            "escalation": _every(
+                self.escalation, ("requests", "cached", "prompt_tokens", "completion_tokens")
+            ),
         }
 
     def print_tables(self, console: Any) -> None:
@@ -158,6 +163,13 @@ class Summary:
     not_gradable: int = 0
     """Cases with `passed` null: nothing to grade them against, or unreadable."""
     invalid_cases: int = 0
+    """Cases that could not be read (an `InvalidCase` failure): failed, for the pass rate."""
+    needs_judge: int = 0
+    """Of the not gradable cases, those only the judge can decide (`needs_judge`)."""
+    unknown_fields: int = 0
+    """Cases holding a key the format does not know (each reported as a warning)."""
+    duplicate_ids: int = 0
+    """Cases whose id an earlier case of the run already had."""
     failure_kinds: Counter[str] = field(default_factory=Counter)
     checks: dict[str, Counter[str]] = field(
         default_factory=lambda: {name: Counter() for name in _CHECKS}
@@ -182,7 +194,8 @@ class Summary:
         checks = self.checks
         self.f1_total += tally.f1_total
         self.f1_cases += tally.f1_cases
-        for (selection, schema, values, held, passed, invalid), n in tally.outcomes.items():
+        for outcome, n in tally.outcomes.items():
+            selection, schema, values, held, passed, invalid, needs_judge = outcome
             self.cases += n
             if passed is None:
                 self.not_gradable += n
@@ -191,6 +204,7 @@ class Summary:
             else:
                 self.failed += n
             self.invalid_cases += n if invalid else 0
+            self.needs_judge += n if needs_judge else 0
             for name, value in zip(_CHECKS, (selection, schema, values, held), strict=True):
                 checks[name][_OUTCOMES[value]] += n
         self.failure_kinds.update(tally.kinds)
@@ -201,9 +215,17 @@ class Summary:
 
     @property
     def pass_rate(self) -> float | None:
-        """Passed over gradable cases; None when no case could be graded."""
-        graded = self.passed + self.failed
+        """Passed over gradable cases, a case that could not be read counting as failed; None
+        when there is no such case."""
+        graded = self.passed + self.failed + self.invalid_cases
         return self.passed / graded if graded else None
+
+    def gate_rate(self, strict: bool = False) -> float | None:
+        """What `--fail-under` compares: the pass rate, or with `strict` passed over every
+        case (a case nothing could grade counting as failed too)."""
+        if not strict:
+            return self.pass_rate
+        return self.passed / self.cases if self.cases else None
 
     @property
     def mean_f1(self) -> float | None:
@@ -217,10 +239,15 @@ class Summary:
             "failed": self.failed,
             "not_gradable": self.not_gradable,
             "invalid_cases": self.invalid_cases,
+            "needs_judge": self.needs_judge,
+            "unknown_fields": self.unknown_fields,
+            "duplicate_ids": self.duplicate_ids,
             "pass_rate": self.pass_rate,
             "mean_f1": self.mean_f1,
-            "failure_kinds": dict(self.failure_kinds.most_common()),
-            "checks": {name: dict(counts) for name, counts in self.checks.items()},
+            "failure_kinds": _every(self.failure_kinds, _KINDS),
+            "checks": {
+                name: _every(counts, _OUTCOME_NAMES) for name, counts in self.checks.items()
+            },
             **({"judge": self.verdicts.to_dict()} if self.verdicts is not None else {}),
         }
 
@@ -238,7 +265,10 @@ class Summary:
             ("passed", self.passed),
             ("failed", self.failed),
             ("not gradable", self.not_gradable),
-            ("invalid cases", self.invalid_cases),
+            ("  of which need the judge", self.needs_judge),
+            ("invalid cases (count as failed)", self.invalid_cases),
+            ("cases with unknown fields", self.unknown_fields),
+            ("duplicate ids", self.duplicate_ids),
             ("pass rate", "n/a" if rate is None else f"{rate:.1%}"),
             ("mean call F1", "n/a" if self.mean_f1 is None else f"{self.mean_f1:.3f}"),
         ):
@@ -262,6 +292,20 @@ class Summary:
             self.verdicts.print_tables(console)
 
 
+def summarize(results: Iterable[CaseResult | dict[str, Any]]) -> Summary:
+    """The summary `judge check` (or `judge grade`) prints for these results: `CaseResult`s, or
+    result lines read back as JSON data (`.to_dict()` gives the JSON summary)."""
+    summary = Summary()
+    tally = Tally()
+    for result in results:
+        if isinstance(result, dict):
+            tally.add(result)
+        else:
+            summary.add(result)
+    summary.add_tally(tally)
+    return summary
+
+
 def _merge(into: Any, other: Any) -> None:
     """Add `other`'s counts to `into`, field by field (numbers, counters, dicts of counters,
     nested summaries)."""
@@ -282,15 +326,26 @@ def _merge(into: Any, other: Any) -> None:
             _merge(mine, theirs)
 
 
+def _every(counts: Counter[str], names: tuple[str, ...]) -> dict[str, int]:
+    """Every count, zeros included (in `names` order; any other name after, by count)."""
+    every = {name: counts[name] for name in names}
+    for name, n in counts.most_common():
+        every.setdefault(name, n)
+    return every
+
+
 def _agreement(counts: Counter[str]) -> str:
     total = counts["agree"] + counts["disagree"]
     return "n/a" if not total else f"{counts['agree']}/{total} ({counts['agree'] / total:.0%})"
 
 
 _OUTCOMES = {True: "true", False: "false", None: "null"}
-Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool | None, bool]
+_OUTCOME_NAMES = ("true", "false", "null")
+_LABEL_NAMES = ("correct", "incorrect", "uncertain", "none")
+_KINDS = tuple(kind.value for kind in FailureKind)
+Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool | None, bool, bool]
 """A result's `tool_selection`, `schema_valid`, `argument_values`, `tool_assertions`,
-`passed`, and whether a failure is `InvalidCase`."""
+`passed`, whether a failure is `InvalidCase`, and `needs_judge`."""
 
 
 class Tally:
@@ -314,7 +369,8 @@ class Tally:
             result.get("tool_assertions"),
         )
         scores = result.get("call_scores")
-        self._count(checks, result["passed"], kinds, scores["f1"] if scores else None)
+        f1 = scores["f1"] if scores else None
+        self._count(checks, result["passed"], kinds, f1, "needs_judge" in result)
 
     def count(self, result: CaseResult) -> None:
         """Count a result as it is, without writing it as JSON first."""
@@ -326,7 +382,7 @@ class Tally:
             result.tool_assertions,
         )
         scores = result.call_scores
-        self._count(checks, result.passed, kinds, scores.f1 if scores else None)
+        self._count(checks, result.passed, kinds, scores.f1 if scores else None, result.needs_judge)
 
     def _count(
         self,
@@ -334,13 +390,14 @@ class Tally:
         passed: bool | None,
         kinds: list[str],
         f1: float | None,
+        needs_judge: bool,
     ) -> None:
         if kinds:  # (`Counter.update` is Python code: most results have no failure)
             self.kinds.update(kinds)
         if f1 is not None:
             self.f1_total += f1
             self.f1_cases += 1
-        self.outcomes[(*checks, passed, _INVALID_CASE in kinds)] += 1
+        self.outcomes[(*checks, passed, _INVALID_CASE in kinds, needs_judge)] += 1
 
 
 _INVALID_CASE = FailureKind.INVALID_CASE.value

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from judge.checks._kinds import FailureKind
 from judge.checks._summary import Summary
@@ -64,6 +65,14 @@ def require_files(paths: tuple[str, ...]) -> None:
             sys.exit(EXIT_UNREADABLE)
 
 
+def same_file(path: str, other: str) -> bool:
+    """Whether `path` (an input; `-` is standard input) is the file `other` names."""
+    try:
+        return path != "-" and os.path.samefile(path, other)
+    except OSError:  # `other` does not exist yet
+        return False
+
+
 def print_summary(summary: Summary, summary_format: str, stream: IO[str]) -> None:
     if summary_format == "json":
         stream.write(json.dumps(summary.to_dict(), indent=2) + "\n")
@@ -113,3 +122,59 @@ ray_option = click.option(
     help="Run on a Ray cluster (the `ray` extra): its address (ray://..., auto), or none for "
     "a local one. Put it after CASES.",
 )
+
+
+RENAMED_ON = "2026-12-03"
+"""When options were renamed so that one name means one thing in every command."""
+FORMER_NAMES_UNTIL = "2027-06-01"
+"""Until when the former names still work, with a warning."""
+
+
+def renamed_option(
+    *param_decls: str, was: str, since: str, until: str, **attrs: Any
+) -> Callable[..., Any]:
+    """`click.option(*param_decls, **attrs)` that still takes its former spelling `was` (for a
+    single-valued option, not a required one) until the date `until`: hidden from --help, it
+    warns on standard error when used, and giving both spellings is a usage error (exit 2)."""
+    new = max((d for d in param_decls if d.startswith("--")), key=len)
+    then = attrs.pop("callback", None)
+    key = f"judge.cli.renamed:{was}"
+    flag = bool(attrs.get("is_flag"))
+
+    def take_old(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value if flag else value is not None:
+            click.echo(
+                f"{_command_name(ctx)}: {was} is deprecated since {since} and will be removed "
+                f"after {until}: use {new}",
+                err=True,
+            )
+            ctx.meta[key] = value
+
+    def merge(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if key in ctx.meta:  # set by the former spelling's callback, which is eager: run first
+            if ctx.get_parameter_source(str(param.name)) is ParameterSource.COMMANDLINE:
+                raise click.UsageError(f"give {new} or {was} (its former name), not both", ctx)
+            value = ctx.meta.pop(key)
+        return then(ctx, param, value) if then is not None else value
+
+    help_text = attrs.pop("help", "").rstrip()
+    former = f"Formerly {was} (deprecated; removed after {until})."
+    return stack_options(
+        click.option(*param_decls, callback=merge, help=f"{help_text} {former}".lstrip(), **attrs),
+        click.option(
+            was,
+            type=None if flag else attrs.get("type"),
+            is_flag=flag,
+            default=None,
+            hidden=True,
+            is_eager=True,
+            expose_value=False,
+            callback=take_old,
+        ),
+    )
+
+
+def _command_name(ctx: click.Context) -> str:
+    """`judge COMMAND`, whatever name the program was invoked by."""
+    path = ctx.command_path.split()
+    return " ".join(["judge", *(path[1:] if ctx.parent is not None else path)])

@@ -21,7 +21,10 @@ from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
+    FORMER_NAMES_UNTIL,
+    RENAMED_ON,
     progress_bar,
+    renamed_option,
     summary_format_option,
 )
 from judge.cli._judge_options import judge_options, make_judge
@@ -39,7 +42,7 @@ from judge.judging._probes import ProbeStats, probe
     default="calibration.json",
     show_default=True,
     type=click.Path(dir_okay=False),
-    help="The calibration record.",
+    help="Write the calibration record here, overwritten.",
 )
 @click.option(
     "--min-kappa",
@@ -48,15 +51,23 @@ from judge.judging._probes import ProbeStats, probe
     show_default=True,
     help="Each dimension's kappa must reach this.",
 )
-@click.option(
-    "--strict",
+@renamed_option(
+    "--strict-interval",
+    "strict",
+    was="--strict",
+    since=RENAMED_ON,
+    until=FORMER_NAMES_UNTIL,
     is_flag=True,
     help="The lower bound of the 95% interval must reach it, not just the kappa.",
 )
-@click.option(
-    "--results",
+@renamed_option(
+    "--results-out",
+    was="--results",
+    since=RENAMED_ON,
+    until=FORMER_NAMES_UNTIL,
     type=click.Path(dir_okay=False),
-    help="Per-case verdicts (default: <record stem>.results.jsonl beside it).",
+    help="Write the per-case verdicts here, overwritten (default: <record "
+    "stem>.results.jsonl beside it).",
 )
 @click.option(
     "--disagreements",
@@ -89,7 +100,7 @@ def calibrate_command(
     output: str,
     min_kappa: float,
     strict: bool,
-    results: str | None,
+    results_out: str | None,
     disagreements: str | None,
     report: str | None,
     coverage: float | None,
@@ -102,7 +113,7 @@ def calibrate_command(
     for a judge whose verdicts carry a confidence, the decision is fitted by 5-fold
     cross-validation and only held-out figures are reported."""
     stem = Path(output).with_suffix("")
-    results = results or f"{stem}.results.jsonl"
+    results = results_out or f"{stem}.results.jsonl"
     disagreements = disagreements or f"{stem}.disagreements.jsonl"
     try:
         loaded = load_cases(sample)
@@ -294,18 +305,22 @@ def sample_command(
 
 @click.command("bfcl")
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--answers",
+@renamed_option(
+    "--possible-answers",
+    was="--answers",
+    since=RENAMED_ON,
+    until=FORMER_NAMES_UNTIL,
     type=click.Path(exists=True, dir_okay=False),
-    help="BFCL's possible_answer file for the same category.",
+    help="BFCL's possible_answer file for the same category (its ground truth: the "
+    "expected calls).",
 )
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
-def bfcl_command(questions: str, answers: str | None, output: str) -> None:
+def bfcl_command(questions: str, possible_answers: str | None, output: str) -> None:
     """Convert a BFCL category file (as shipped in bfcl-eval) into cases."""
     from judge.cases._bfcl import bfcl_cases
 
     try:
-        cases = bfcl_cases(questions, answers)
+        cases = bfcl_cases(questions, possible_answers)
     except JudgeError as exc:
         click.echo(f"judge bfcl: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)

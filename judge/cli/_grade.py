@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -15,13 +16,13 @@ from judge.cases._calls import ShapeError
 from judge.cases._json import dumps
 from judge.cases._loading import load_cases
 from judge.cases._parquet import is_parquet, iter_rows, jsonl_to_parquet
-from judge.checks._summary import Summary
+from judge.checks._summary import JudgeSummary, Summary
 from judge.cli._batch import Batching, batch_options, cases_of, cost_lines, prepare
 from judge.cli._common import (
-    EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_GATE,
     EXIT_UNREADABLE,
+    FORMER_NAMES_UNTIL,
     invalid_messages,
     line_count,
     parse_rate,
@@ -30,11 +31,11 @@ from judge.cli._common import (
     ray_option,
     report_skipped,
     require_files,
-    summary_format_option,
+    same_file,
 )
 from judge.cli._judge_options import (
     abstention_options,
-    calibration_options,
+    grade_calibration_options,
     judge_for,
     judge_options,
 )
@@ -44,6 +45,7 @@ from judge.cli._matching import (
     judge_trajectory_option,
     trajectory_options,
 )
+from judge.cli._outputs import RunReport, gate, report_options
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._plan import Plan, plan
@@ -57,11 +59,13 @@ from judge.judging._rubric import load_rubrics
     "-o",
     "--output",
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="Append one result per line here as cases finish; rerun with the same file "
-    "to resume (default, or -: standard output).",
+    help="Append one result per line here as cases finish. Rerun with the same file to "
+    "resume it: cases already judged in it (status ok or skipped) are not graded again, "
+    "those with a judge_error are, and a file judged by another judge is refused (default, "
+    "or -: standard output).",
 )
 @judge_options
-@calibration_options
+@grade_calibration_options
 @abstention_options
 @click.option(
     "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
@@ -77,13 +81,14 @@ from judge.judging._rubric import load_rubrics
 @judge_answers_option
 @trajectory_options
 @from_traces_option
-@summary_format_option
+@report_options
 @click.option(
     "--fail-under",
     callback=parse_rate,
     metavar="RATE",
-    help="Exit 1 when the judge's pass rate (selection and arguments correct, over "
-    "cases judged ok) is lower.",
+    help="Exit 1 when the judge's pass rate is lower: cases it passed (selection, arguments "
+    "and, when judged, the answer correct) over those it decided and the unreadable ones "
+    "(with --strict, over every case).",
 )
 @ray_option
 def grade_command(
@@ -95,6 +100,8 @@ def grade_command(
     dry_run: bool,
     price_per_mtok: float | None,
     summary_format: str,
+    junit: str | None,
+    strict_input: bool,
     fail_under: float | None,
     from_format: str | None,
     ray_address: str | None,
@@ -102,6 +109,14 @@ def grade_command(
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
+    if strict_input and calibration is not None and not strict:
+        click.echo(
+            f"judge grade: --strict with --calibration still requires the kappa's interval "
+            f"too, as before; that is --strict-interval now, and --strict stops doing it "
+            f"after {FORMER_NAMES_UNTIL}",
+            err=True,
+        )
+        strict = True
     if ray_address is not None:
         _grade_on_ray(ray_address, cases, output, calibration, strict, force, summary_format,
                       fail_under, judge_options, dry_run or from_format is not None)  # fmt: skip
@@ -128,7 +143,7 @@ def grade_command(
         reader = TraceReader(from_format, "grade")
         sources = [reader.cases((path,)) for path in cases]  # read as they are graded
     output = None if output == "-" else output
-    if output is not None and any(_same_file(path, output) for path in cases):
+    if output is not None and any(same_file(path, output) for path in cases):
         click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)
         sys.exit(EXIT_UNREADABLE)
     judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)
@@ -139,26 +154,17 @@ def grade_command(
             err=True,
         )
     if dry_run:
-        try:
-            plan = asyncio.run(_plan(judge, sources))
-        except InputError as exc:
-            click.echo(f"judge grade: {exc}", err=True)
-            sys.exit(EXIT_UNREADABLE)
-        lines = [
-            f"cases to judge: {plan.cases}",
-            f"requests to send: {plan.requests} ({dict(plan.by_dimension)})",
-            f"answered from cache: {plan.cached}",
-            f"prompt tokens (estimated): {plan.prompt_tokens}",
-        ]
-        if plan.unrenderable:
-            lines.append(f"cases the rubrics cannot render (judge_error): {plan.unrenderable}")
-        if price_per_mtok is not None:
-            lines.append(
-                f"prompt cost (estimated): ${plan.prompt_tokens * price_per_mtok / 1e6:.4f}"
-            )
-        click.echo("\n".join(lines))
+        _print_plan(judge, sources, price_per_mtok)
         return
     summary = Summary()
+    try:
+        report = RunReport("grade", summary_format, junit, cases,
+                           sys.stderr if output is None else sys.stdout)  # fmt: skip
+    except InputError as exc:
+        click.echo(f"judge grade: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if reader is None:  # case files: read strictly when asked, each case's line noted
+        sources = [_Numbered(report, path, strict_input) for path in cases]
     prepared: list[Any] = []
     parquet = None
     if output is not None and is_parquet(output):  # JSON Lines while it runs (to resume)
@@ -168,7 +174,7 @@ def grade_command(
                 for row in iter_rows(parquet):
                     spool.write(dumps(row) + b"\n")
     try:
-        asyncio.run(_grade(judge, cases, output, summary, sources, batching, prepared))
+        asyncio.run(_grade(judge, cases, output, summary, sources, report, batching, prepared))
         if reader is not None:
             reader.finish(cases)
         if parquet is not None and output is not None and os.path.exists(output):
@@ -182,24 +188,39 @@ def grade_command(
         sys.exit(EXIT_UNREADABLE)
     if batching is not None and not prepared:  # --batch-file: written, nothing graded
         return
-    print_summary(summary, summary_format, sys.stderr if output is None else sys.stdout)
+    report.finish(summary)
     if prepared and prepared[0].state.batches:
         lines = cost_lines(
             prepared[0].state, price_per_mtok, batching.discount if batching else 0.5
         )
         click.echo("\n".join(lines), err=output is None)
-    _fail_under(summary, fail_under)
+    _fail_under(summary, fail_under, strict_input)
 
 
-def _fail_under(summary: Summary, fail_under: float | None) -> None:
-    """Exit 1 when the judge's pass rate is under `--fail-under`."""
-    verdicts = summary.verdicts
-    if fail_under is not None:
-        rate = verdicts.pass_rate if verdicts else None
-        if rate is None or rate < fail_under:
-            shown = "no case judged" if rate is None else f"judge pass rate {rate:.1%}"
-            click.echo(f"judge grade: {shown} is under --fail-under {fail_under:.1%}", err=True)
-            sys.exit(EXIT_BELOW_THRESHOLD)
+def _fail_under(summary: Summary, fail_under: float | None, strict: bool = False) -> None:
+    """Exit 1 when the judge's pass rate is under `--fail-under`: what it passed over what it
+    decided and the unreadable cases (with `strict`, over every case)."""
+    verdicts = summary.verdicts or JudgeSummary()
+    decided = verdicts.passed + verdicts.failed + summary.invalid_cases
+    counted = summary.cases if strict else decided
+    rate = verdicts.passed / counted if counted else None
+    undecided = summary.cases - decided
+    gate("grade", rate, fail_under,
+         f"{verdicts.passed} passed of {summary.cases} cases: {verdicts.failed} failed, "
+         f"{summary.invalid_cases} unreadable (counted as failed), {undecided} the judge did "
+         f"not decide" + (" (counted as failed: --strict)" if strict else ""),
+         "judge pass rate")  # fmt: skip
+
+
+class _Numbered:
+    """A case file as `judge grade` reads it: through the run's report, which notes each
+    case's line and id and warns about what the format does not know."""
+
+    def __init__(self, report: RunReport, path: str, strict: bool) -> None:
+        self.report, self.path, self.strict = report, path, strict
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.report.read(self.path, self.strict)
 
 
 def _grade_on_ray(
@@ -241,16 +262,29 @@ def _grade_on_ray(
     _fail_under(summary, fail_under)
 
 
+def _print_plan(judge: Judge, sources: list[Any], price_per_mtok: float | None) -> None:
+    """`--dry-run`: what grading would ask and cost."""
+    try:
+        plan = asyncio.run(_plan(judge, sources))
+    except InputError as exc:
+        click.echo(f"judge grade: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    lines = [
+        f"cases to judge: {plan.cases}",
+        f"requests to send: {plan.requests} ({dict(plan.by_dimension)})",
+        f"answered from cache: {plan.cached}",
+        f"prompt tokens (estimated): {plan.prompt_tokens}",
+    ]
+    if plan.unrenderable:
+        lines.append(f"cases the rubrics cannot render (judge_error): {plan.unrenderable}")
+    if price_per_mtok is not None:
+        lines.append(f"prompt cost (estimated): ${plan.prompt_tokens * price_per_mtok / 1e6:.4f}")
+    click.echo("\n".join(lines))
+
+
 async def _plan(judge: Judge, sources: list[Any]) -> Plan:
     async with judge:
         return await plan(judge, *sources)
-
-
-def _same_file(path: str, other: str) -> bool:
-    try:
-        return path != "-" and os.path.samefile(path, other)
-    except OSError:  # `other` does not exist yet
-        return False
 
 
 async def _grade(
@@ -259,6 +293,7 @@ async def _grade(
     output: str | None,
     summary: Summary,
     sources: list[Any],
+    report: RunReport,
     batching: Batching | None = None,
     prepared: list[Any] | None = None,
 ) -> None:
@@ -281,7 +316,7 @@ async def _grade(
         sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
         try:
             for path, source in zip(cases, sources, strict=True):
-                total = line_count(path) if show and isinstance(source, str) else None
+                total = line_count(path) if show and isinstance(source, _Numbered) else None
                 with progress_bar(
                     os.path.basename(path), total and total - len(skip), show
                 ) as step:
@@ -289,9 +324,11 @@ async def _grade(
                         if found is not None:
                             result = found.annotate(result)
                         summary.add(result)
-                        sink.write(dumps(result.to_json_dict()) + b"\n")
+                        data = result.to_json_dict()
+                        sink.write(dumps(data) + b"\n")
                         sink.flush()  # a finished result is never lost
                         report_skipped("grade", invalid_messages(result))
+                        report.add(path, report.line_of(result.id), data)
                         step(1)
         finally:
             if output:

@@ -11,6 +11,7 @@ import click
 
 from judge.cli._common import EXIT_UNREADABLE, require_files
 from judge.traces import FORMATS, Imported
+from judge.traces._ids import UniqueIds
 from judge.traces._import import Format, Per, iter_import
 
 
@@ -55,16 +56,18 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
 class TraceReader:
     """Trace files read as cases, one case at a time (a file is never held whole): each
     unreadable record said on standard error (file:line and why) once its files are read;
-    `finish` exits 2 only when nothing at all could be read."""
+    ids unique across all the files read, those made so said by `finish`, which exits 2 only
+    when nothing at all could be read."""
 
     def __init__(self, fmt: str, command: str, per: Per = "call") -> None:
         self.fmt: Format = fmt  # type: ignore[assignment]
         self.command = command
         self.per = per
         self.made = self.calls = self.skipped = self.problems = 0
+        self.ids = UniqueIds()
 
     def cases(self, files: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-        found = Imported()
+        found = Imported(ids=self.ids)
         for case in iter_import(self.fmt, files, found, self.per):
             self.made += 1
             yield case
@@ -85,6 +88,9 @@ class TraceReader:
         return cast(BinaryIO, spool)
 
     def finish(self, files: tuple[str, ...]) -> None:
+        said = self.ids.said()
+        if said is not None:
+            click.echo(f"judge {self.command}: {said}", err=True)
         if not self.made and self.problems:
             click.echo(
                 f"judge {self.command}: nothing could be read from {', '.join(files)}", err=True

@@ -46,7 +46,11 @@ class Checked:
     invalid: list[str] = field(default_factory=list)
     """The message of each `InvalidCase` failure (a line or a case that cannot be read), to
     report as one process does."""
+    warnings: list[str] = field(default_factory=list)
+    """What the readable cases hold that the format does not know (one message each)."""
     lines: int = 0
+    located: list[tuple[int, str]] = field(default_factory=list)
+    """Each result's line number and case id, in output order."""
 
 
 def default_jobs(paths: tuple[str, ...]) -> int:
@@ -65,10 +69,13 @@ def check_chunk(
     settings: Match | None,
     factory: EnvironmentFactory | None,
     schemas: SchemaCache,
+    strict: bool = False,
 ) -> Checked:
-    """Grade numbered non-blank lines of `source`: what a process does with a chunk."""
+    """Grade numbered non-blank lines of `source`: what a process does with a chunk. With
+    `strict`, a case holding a key the format does not know is an `InvalidCase`."""
     done = Checked(output=b"", summary=Summary(), lines=len(lines))
     out: list[bytes] = []
+    located = done.located
     plain = settings is None and factory is None  # the response alone, by default
     tally = Tally()
     for number, raw in lines:
@@ -76,8 +83,9 @@ def check_chunk(
         if lean is not None:
             data = check_plain(lean, schemas)
         else:
-            data = _check_whole(source, number, raw, settings, factory, schemas, done)
+            data = _check_whole(source, number, raw, settings, factory, schemas, done, strict)
         tally.add(data)
+        located.append((number, data["id"]))
         out.append(dumps_line(data))
     done.summary.add_tally(tally)
     done.output = b"".join(out)
@@ -92,13 +100,17 @@ def _check_whole(
     factory: EnvironmentFactory | None,
     schemas: SchemaCache,
     done: Checked,
+    strict: bool,
 ) -> dict[str, Any]:
     """Grade a line read as a `Case` (the models load with the first such line)."""
     from judge.cases._loading import read_line
     from judge.checks._check import check_case, invalid_case_result
     from judge.cli._common import invalid_messages
 
-    item = read_line(raw, source=source, line=number)
+    warned = len(done.warnings)
+    item = read_line(raw, source=source, line=number, strict=strict, warn=done.warnings.append)
+    if len(done.warnings) > warned:
+        done.summary.unknown_fields += 1
     if isinstance(item, CaseError):
         result = invalid_case_result(item)
     else:
@@ -110,8 +122,11 @@ def _check_whole(
 class InProcess:
     """The chunks of a stream graded here, one after the other."""
 
-    def __init__(self, settings: Match | None, factory: EnvironmentFactory | None) -> None:
+    def __init__(
+        self, settings: Match | None, factory: EnvironmentFactory | None, strict: bool = False
+    ) -> None:
         self._settings, self._factory, self._schemas = settings, factory, SchemaCache()
+        self._strict = strict
 
     def __enter__(self) -> InProcess:
         return self
@@ -122,20 +137,25 @@ class InProcess:
     def check(self, stream: BinaryIO, source: str) -> Iterator[Checked]:
         """Each chunk of `stream`'s lines, graded, in input order."""
         for chunk in _chunks(stream):
-            yield check_chunk(source, chunk, self._settings, self._factory, self._schemas)
+            yield check_chunk(
+                source, chunk, self._settings, self._factory, self._schemas, self._strict
+            )
 
 
 class Workers:
     """A pool of worker processes, each set up once with the command's trajectory options."""
 
-    def __init__(self, jobs: int, options: dict[str, Any]) -> None:
+    def __init__(self, jobs: int, options: dict[str, Any], strict: bool = False) -> None:
         from concurrent.futures import ProcessPoolExecutor  # only when there are workers
         from multiprocessing import get_context
 
         self.jobs = jobs
         # spawn: a worker imports what it needs afresh (no state copied from a threaded parent)
         self._pool = ProcessPoolExecutor(
-            jobs, mp_context=get_context("spawn"), initializer=_start, initargs=(options,)
+            jobs,
+            mp_context=get_context("spawn"),
+            initializer=_start,
+            initargs=(options, strict),
         )
 
     def __enter__(self) -> Workers:
@@ -169,12 +189,12 @@ class Workers:
 _worker: dict[str, Any] = {}
 
 
-def _start(options: dict[str, Any]) -> None:
+def _start(options: dict[str, Any], strict: bool) -> None:
     # The options were checked by the parent already: in a worker they load the same way.
     from judge.cli._matching import trajectory_from
 
     settings, factory = trajectory_from(dict(options))
-    _worker.update(settings=settings, factory=factory, schemas=SchemaCache())
+    _worker.update(settings=settings, factory=factory, schemas=SchemaCache(), strict=strict)
 
 
 def _check_in_worker(source: str, lines: list[tuple[int, bytes]]) -> Checked:

@@ -12,7 +12,14 @@ import click
 
 from judge._errors import JudgeError
 from judge.checks._outcome import DEFAULT_SEED
-from judge.cli._common import EXIT_GATE, EXIT_UNREADABLE, stack_options
+from judge.cli._common import (
+    EXIT_GATE,
+    EXIT_UNREADABLE,
+    FORMER_NAMES_UNTIL,
+    RENAMED_ON,
+    renamed_option,
+    stack_options,
+)
 from judge.cli._matching import trajectory_from
 
 if TYPE_CHECKING:
@@ -98,25 +105,40 @@ judge_options = stack_options(
 )
 
 
-# --calibration, --strict and --force: the gate of every command that runs a judge.
-calibration_options = stack_options(
-    click.option(
-        "--calibration",
-        type=click.Path(dir_okay=False),
-        help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from "
-        "the calibrated one or whose kappa is under the record's threshold.",
-    ),
-    click.option(
-        "--strict",
-        is_flag=True,
-        help="With --calibration: the kappa's 95% interval lower bound must clear it.",
-    ),
-    click.option(
-        "--force",
-        is_flag=True,
-        help="With --calibration: run anyway, every verdict marked trusted: false.",
-    ),
+# --calibration, --strict-interval and --force: the gate of every command that runs a judge.
+_CALIBRATION = click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False),
+    help="A record from `judge calibrate`: refuse (exit 3) a judge that differs from "
+    "the calibrated one or whose kappa is under the record's threshold.",
 )
+_STRICT_INTERVAL = "With --calibration: the kappa's 95% interval lower bound must clear it."
+_FORCE = click.option(
+    "--force",
+    is_flag=True,
+    help="With --calibration: run anyway, every verdict marked trusted: false.",
+)
+calibration_options = stack_options(
+    _CALIBRATION,
+    renamed_option(
+        "--strict-interval",
+        "strict",
+        was="--strict",
+        since=RENAMED_ON,
+        until=FORMER_NAMES_UNTIL,
+        is_flag=True,
+        help=_STRICT_INTERVAL,
+    ),
+    _FORCE,
+)
+"""For `run` and `serve`, where `--strict` was this option's former name."""
+grade_calibration_options = stack_options(
+    _CALIBRATION,
+    click.option("--strict-interval", "strict", is_flag=True, help=_STRICT_INTERVAL),
+    _FORCE,
+)
+"""For `judge grade`, whose `--strict` is about reading cases (and, with --calibration, for
+one release still about the interval too)."""
 
 
 # Abstention: the verdicts a judge is not sure of become `uncertain`.

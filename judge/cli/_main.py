@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import IO, Any, BinaryIO
@@ -17,24 +18,23 @@ from typing import IO, Any, BinaryIO
 import click
 
 from judge import _core
-from judge._errors import InputError
+from judge._errors import InputError, UnknownFieldWarning
 from judge.cases._files import open_cases
 from judge.cases._parquet import as_json_lines, is_parquet, output_sink
 from judge.checks._summary import Summary
 from judge.cli._common import (
-    EXIT_BELOW_THRESHOLD,
     EXIT_UNREADABLE,
     line_count,
     parse_rate,
-    print_summary,
     progress_bar,
     ray_option,
     report_skipped,
     require_files,
-    summary_format_option,
+    same_file,
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
+from judge.cli._outputs import RunReport, counted, gate, report_options
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
@@ -79,6 +79,22 @@ class LazyGroup(click.Group):
 )
 def main() -> None:
     """Grade the tool calls of LLM agents."""
+    show_unknown_fields()
+
+
+def show_unknown_fields() -> None:
+    """Show each `UnknownFieldWarning` a command's readers give (every one, not the first of
+    each place in the code) as a line on standard error."""
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kw: Any) -> None:
+        if issubclass(category, UnknownFieldWarning):
+            click.echo(f"judge: warning: {message}", err=True)
+        else:
+            shown(message, category, *args, **kw)
+
+    warnings.simplefilter("always", UnknownFieldWarning)
+    warnings.showwarning = show
 
 
 @main.command("check")
@@ -87,15 +103,16 @@ def main() -> None:
     "-o",
     "--output",
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="Write one result per line here (default: standard output, with the "
-    "summary on standard error).",
+    help="Write one result per line here, overwriting the file (never one of the inputs; "
+    "default: standard output, with the summary on standard error).",
 )
-@summary_format_option
+@report_options
 @click.option(
     "--fail-under",
     callback=parse_rate,
     metavar="RATE",
-    help="Exit 1 when the pass rate (passed / gradable cases) is lower, e.g. 0.9 or 90%.",
+    help="Exit 1 when the pass rate is lower, e.g. 0.9 or 90%: passed over passed, failed "
+    "and unreadable cases (with --strict, over every case).",
 )
 @click.option(
     "--progress/--no-progress",
@@ -116,6 +133,8 @@ def check_command(
     cases: tuple[str, ...],
     output: str | None,
     summary_format: str,
+    junit: str | None,
+    strict_input: bool,
     fail_under: float | None,
     progress: bool | None,
     jobs: int | None,
@@ -135,6 +154,15 @@ def check_command(
         sys.exit(EXIT_UNREADABLE)
     summary = Summary()
     to_stdout = output in (None, "-")
+    if output is not None and output != "-" and any(same_file(p, output) for p in cases):
+        click.echo(f"judge check: -o {output} is one of the inputs: write elsewhere", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    try:
+        report = RunReport("check", summary_format, junit, cases,
+                           sys.stderr if to_stdout else sys.stdout)  # fmt: skip
+    except InputError as exc:
+        click.echo(f"judge check: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
     try:
         if ray_address is not None:
             if from_format is not None:
@@ -144,7 +172,7 @@ def check_command(
             check_on_ray(ray_address, cases, output, summary, settings, recipe["env"])
         else:
             _check_locally(cases, output, summary, settings, factory, recipe, progress, jobs,
-                           from_format)  # fmt: skip
+                           from_format, report, strict_input)  # fmt: skip
     except (InputError, WorkerFailed) as exc:
         click.echo(f"judge check: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
@@ -152,13 +180,9 @@ def check_command(
         click.echo(f"judge check: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
 
-    print_summary(summary, summary_format, sys.stderr if to_stdout else sys.stdout)
-    if fail_under is not None:
-        rate = summary.pass_rate
-        if rate is None or rate < fail_under:
-            shown = "no gradable case" if rate is None else f"pass rate {rate:.1%}"
-            click.echo(f"judge check: {shown} is under --fail-under {fail_under:.1%}", err=True)
-            sys.exit(EXIT_BELOW_THRESHOLD)
+    report.finish(summary)
+    rate = summary.gate_rate(strict_input)
+    gate("check", rate, fail_under, counted(summary, strict_input))
 
 
 def _check_locally(
@@ -171,6 +195,8 @@ def _check_locally(
     progress: bool | None,
     jobs: int | None,
     from_format: str | None,
+    report: RunReport,
+    strict: bool,
 ) -> None:
     """In this process, or in `jobs` worker processes."""
     with ExitStack() as stack:
@@ -180,7 +206,7 @@ def _check_locally(
             show, jobs = False, 1  # converted in memory: graded in this process
         jobs = jobs or default_jobs(cases)
         grader: InProcess | Workers = (
-            Workers(jobs, recipe) if jobs > 1 else InProcess(settings, factory)
+            Workers(jobs, recipe, strict) if jobs > 1 else InProcess(settings, factory, strict)
         )
         stack.enter_context(grader)
         reader = None
@@ -192,7 +218,7 @@ def _check_locally(
             total = line_count(path) if show else None
             with progress_bar(os.path.basename(path), total, show) as advance:
                 traced = reader.spooled(path) if reader is not None else None
-                _check_file(grader, path, summary, sink, advance, traced)
+                _check_file(grader, path, summary, sink, advance, report, traced)
         if reader is not None:
             reader.finish(cases)
 
@@ -203,6 +229,7 @@ def _check_file(
     summary: Summary,
     sink: IO[bytes],
     advance: Callable[[int], None],
+    report: RunReport,
     traced: BinaryIO | None = None,
 ) -> None:
     """Grade one input chunk by chunk, writing the results in input order (a trace file is
@@ -216,10 +243,14 @@ def _check_file(
             stream = stack.enter_context(as_json_lines(path))
         else:
             stream = stack.enter_context(open_cases(path))
-        for checked in grader.check(stream, STDIN if path == "-" else path):
+        source = STDIN if path == "-" else path
+        for checked in grader.check(stream, source):
             summary.merge(checked.summary)
             sink.write(checked.output)
+            for message in checked.warnings:
+                report.warn(message)
             report_skipped("check", checked.invalid)
+            report.add_lines(source, checked.located, checked.output)
             advance(checked.lines)
 
 

@@ -3,6 +3,7 @@ only when one is given)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -39,7 +40,7 @@ from_traces_option = click.option(
 )
 
 
-trajectory_options = stack_options(
+_matching_options = (
     click.option(
         "--match",
         type=click.Choice(MATCH_MODES),
@@ -70,13 +71,38 @@ trajectory_options = stack_options(
         metavar="NAME",
         help="Leave calls to this tool out of the comparison (read-only tools, say). Repeatable.",
     ),
-    click.option(
-        "--env",
-        metavar="MODULE:FACTORY",
-        help="Replay the reference and the candidate's calls into fresh environments "
-        "made by this factory (or path/to/file.py:factory) and require the same final "
-        "state. Alone, only the end state decides; with --match, both must hold.",
-    ),
+)
+
+_REPLAY_HELP = (
+    "Replay the reference and the candidate's calls into fresh environments made by this "
+    "factory (or path/to/file.py:factory) and require the same final state. Alone, only the "
+    "end state decides; with --match, both must hold."
+)
+
+
+def trajectory_options_with(*, env_help: str) -> Callable[..., Any]:
+    """The trajectory options, with a command's own account of what --env does in it."""
+    return stack_options(
+        *_matching_options, click.option("--env", metavar="MODULE:FACTORY", help=env_help)
+    )
+
+
+# --env where the calls to grade are already made: check, grade, probe, serve.
+trajectory_options = trajectory_options_with(env_help=_REPLAY_HELP)
+# --env in `judge run`: the candidates run as agents in the environment.
+agent_trajectory_options = trajectory_options_with(
+    env_help="Make each run an agent run: a fresh environment from this factory (or "
+    "path/to/file.py:factory) executes the candidate's calls and the results are sent back, "
+    "until it answers in text or --max-steps is reached (with --agent: the environment your "
+    "agent is given). The state the run ends in must equal the reference calls' replayed in "
+    "another fresh one; alone, only that end state decides; with --match, both must hold."
+)
+# --env in `judge regrade`: an agent run's state is the one recorded, not a replay.
+regrade_trajectory_options = trajectory_options_with(
+    env_help="Replay the reference's calls in a fresh environment from this factory (or "
+    "path/to/file.py:factory) and require its final state: of an agent run, the state it "
+    "ended in as recorded; of a single response, its calls replayed in another. Alone, only "
+    "the end state decides; with --match, both must hold."
 )
 
 

@@ -10,7 +10,7 @@ import click
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._labels import user_name
-from judge.cli._common import EXIT_UNREADABLE
+from judge.cli._common import EXIT_UNREADABLE, FORMER_NAMES_UNTIL, RENAMED_ON, renamed_option
 from judge.cli._judge_options import judge_options, make_judge
 
 
@@ -19,8 +19,9 @@ from judge.cli._judge_options import judge_options, make_judge
 @click.option(
     "--results",
     type=click.Path(exists=True, dir_okay=False),
-    help="The judge's results on SAMPLE (`judge grade` output): its verdicts are shown, "
-    "drive the queue's order and are measured against the labels.",
+    help="Read the judge's results on SAMPLE (`judge grade` output, or what `judge calibrate "
+    "--results-out` wrote): its verdicts are shown, drive the queue's order and are measured "
+    "against the labels.",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8100, show_default=True)
 @click.option(
@@ -43,7 +44,15 @@ from judge.cli._judge_options import judge_options, make_judge
     show_default=True,
     help="The record's threshold, as `judge calibrate --min-kappa`.",
 )
-@click.option("--strict", is_flag=True, help="As `judge calibrate --strict`.")
+@renamed_option(
+    "--strict-interval",
+    "strict",
+    was="--strict",
+    since=RENAMED_ON,
+    until=FORMER_NAMES_UNTIL,
+    is_flag=True,
+    help="As `judge calibrate --strict-interval`.",
+)
 @click.option(
     "--low-confidence",
     type=click.FloatRange(0, 1),

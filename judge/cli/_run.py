@@ -24,7 +24,11 @@ from judge.cli._common import (
     stack_options,
 )
 from judge.cli._judge_options import calibration_options, gate_judge
-from judge.cli._matching import trajectory_from, trajectory_options
+from judge.cli._matching import (
+    agent_trajectory_options,
+    regrade_trajectory_options,
+    trajectory_from,
+)
 from judge.endpoints._candidates import CandidateEndpointError
 from judge.endpoints._client import JudgeEndpointError
 from judge.endpoints._endpoint import OPENROUTER_URL
@@ -92,8 +96,10 @@ _judge_choice: list[Callable[..., Any]] = [
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
-    help="Append one line per response here; rerun with the same file to resume "
-    "(default: standard output).",
+    help="Append one line per response here as each finishes. Rerun with the same file "
+    "to resume it: the (model, case, run) already answered are not asked again (failed "
+    "requests are), stored responses without a usable verdict are judged (with --judge), and "
+    "a file run with other settings is refused (default: standard output).",
 )
 @click.option(
     "--reasoning-effort",
@@ -114,7 +120,13 @@ _judge_choice: list[Callable[..., Any]] = [
     type=int,
     help="Run r gets SEED + r - 1; sent only when every candidate supports it.",
 )
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Requests in flight at once to the candidates, and to the judge (with --judge).",
+)
 @click.option(
     "--timeout",
     type=float,
@@ -141,7 +153,7 @@ _judge_choice: list[Callable[..., Any]] = [
     help="Run your own agent: `await agent(case, chat)` (or with `env=`), where "
     "`chat(messages, tools=...)` asks the current candidate; it returns the transcript.",
 )
-@trajectory_options
+@agent_trajectory_options
 @stack_options(*_judge_choice)
 @stack_options(*_report_options)
 @batch_options
@@ -290,7 +302,10 @@ def compare_command(runs_file: str, report_format: str, html: str | None) -> Non
 @click.argument("runs_file", metavar="RUNS", type=click.Path(dir_okay=False))
 @click.argument("cases", type=click.Path(dir_okay=False))
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: RUNS, in place)."
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the regraded runs file here, overwritten (default: RUNS, rewritten in place).",
 )
 @click.option(
     "--concurrency",
@@ -299,7 +314,7 @@ def compare_command(runs_file: str, report_format: str, html: str | None) -> Non
     show_default=True,
     help="Judge requests in flight at once.",
 )
-@trajectory_options
+@regrade_trajectory_options
 @stack_options(*_judge_choice)
 @stack_options(*_report_options)
 def regrade_command(

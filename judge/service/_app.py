@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge.cases._json import dumps
+from judge.cases._loading import Warn
 from judge.cases._match import Match
 from judge.checks._check import iter_check
 from judge.checks._env import EnvironmentFactory
@@ -66,8 +67,8 @@ def create_app(
     limits = limits or Limits()
     schemas = SchemaCache()  # validators built once for the app, not once per request
 
-    def checked(batch: Batch) -> Iterator[CaseResult]:
-        return iter_check(batch.items(), match=match, env=env, schemas=schemas)
+    def checked(batch: Batch, warn: Warn | None = None) -> Iterator[CaseResult]:
+        return iter_check(batch.items(warn), match=match, env=env, schemas=schemas)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -127,7 +128,10 @@ def create_app(
         if batch.ndjson:
             # A sync iterator: Starlette runs it in a worker thread, off the event loop.
             return StreamingResponse(_chunks(checked(batch)), media_type=NDJSON)
-        body = await run_in_threadpool(lambda: _results_body(checked(batch)))
+        warned: list[str] = []
+        body = await run_in_threadpool(
+            lambda: _results_body(checked(batch, warned.append), warned, batch.source)
+        )
         return Response(body, media_type="application/json", headers=_skipped(batch))
 
     @app.post(
@@ -143,13 +147,16 @@ def create_app(
         batch = await read_batch(request, limits, source, traces)
         if batch.ndjson:
             return _GradeStream(judge.iter_grade(batch.items()))
-        items = await run_in_threadpool(lambda: list(batch.items()))  # parsing is CPU work
+        warned: list[str] = []
+        items = await run_in_threadpool(lambda: list(batch.items(warned.append)))  # CPU work
         try:
             results = await judge.grade(items)
         except JudgeEndpointError as exc:
             raise HTTPException(502, f"the judge endpoint refused: {exc}") from None
         return Response(
-            _results_body(results), media_type="application/json", headers=_skipped(batch)
+            _results_body(results, warned, batch.source),
+            media_type="application/json",
+            headers=_skipped(batch),
         )
 
     _publish_schemas(app, guarded=bool(token))
@@ -235,17 +242,34 @@ def _line(result: CaseResult) -> bytes:
     return dumps(result.to_json_dict()) + b"\n"
 
 
-def _results_body(results: Iterable[CaseResult]) -> bytes:
-    return dumps({"results": [r.to_json_dict() for r in results]})
+def _results_body(results: Iterable[CaseResult], warned: list[str], source: str) -> bytes:
+    """`{"results": [...], "warnings": [...]}`: the warnings are what the cases hold that the
+    format does not know, and ids an earlier case of the request had (filled as the results
+    are made, so read after them)."""
+    written = [r.to_json_dict() for r in results]
+    first: dict[str, int] = {}
+    for position, data in enumerate(written, start=1):
+        seen = first.setdefault(data["id"], position)
+        if seen != position:
+            where, then = f"{source}:{position}", f"{source}:{seen}"
+            warned.append(f"{where} case {data['id']!r}: duplicate id (first at {then})")
+    return dumps({"results": written, "warnings": warned})
 
 
 def _openapi_body(what: str, *, judged: bool = False) -> dict[str, Any]:
     array = {"type": "array", "items": {"$ref": "#/components/schemas/Case"}}
     results = {
         "type": "object",
-        "required": ["results"],
+        "required": ["results", "warnings"],
         "properties": {
-            "results": {"type": "array", "items": {"$ref": "#/components/schemas/CaseResult"}}
+            "results": {"type": "array", "items": {"$ref": "#/components/schemas/CaseResult"}},
+            "warnings": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "What the cases hold that the case format does not know "
+                "(`<source>:<line> case 'id': unknown field /mesages (did you mean "
+                "/messages?)`), and duplicate ids. An NDJSON reply has none.",
+            },
         },
     }
     responses: dict[str, Any] = {

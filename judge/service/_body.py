@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from judge._errors import CaseError
 from judge.cases._case import Case
 from judge.cases._json import DecodeError, json_kind, loads
-from judge.cases._loading import iter_stream, parse_case
+from judge.cases._loading import Warn, iter_stream, parse_case
 
 NDJSON = "application/x-ndjson"
 NDJSON_TYPES = frozenset((NDJSON, "application/jsonl", "application/x-jsonlines"))
@@ -49,16 +49,23 @@ class Batch:
         """Whether the cases came as NDJSON (and the results go back so)."""
         return self.array is None
 
-    def items(self) -> Iterator[Case | CaseError]:
-        """Each case in order, or the `CaseError` standing in for it (named `source:line`)."""
+    def items(self, warn: Warn | None = None) -> Iterator[Case | CaseError]:
+        """Each case in order, or the `CaseError` standing in for it (named `source:line`);
+        what a case holds that the format does not know goes to `warn` (default: dropped, as
+        an NDJSON reply has no place for it)."""
+        warn = warn or _unheard
         if self.array is None:
-            yield from iter_stream(io.BytesIO(self.body), self.source)
+            yield from iter_stream(io.BytesIO(self.body), self.source, warn=warn)
             return
         for position, data in enumerate(self.array, start=1):
             try:
-                yield parse_case(data, source=self.source, line=position)
+                yield parse_case(data, source=self.source, line=position, warn=warn)
             except CaseError as exc:
                 yield exc
+
+
+def _unheard(message: str) -> None:
+    """Where an NDJSON request's warnings go: its reply has no place for them."""
 
 
 def is_ndjson(request: Request) -> bool:

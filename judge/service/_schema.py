@@ -16,6 +16,7 @@ from typing import Any, Literal
 from judge.calibrate._record import CalibrationRecord
 from judge.cases._case import Case
 from judge.cases._form import MATCH_MODES
+from judge.cases._tools import LIST_RESULT_KEYS, TOOL_FORMS
 from judge.checks._result import CaseResult
 from judge.runs._records import RunRecord
 
@@ -95,7 +96,20 @@ def _case_schema() -> dict[str, Any]:
     schema["required"] = []
     properties["tools"] = {
         "description": "The tools offered, exactly as the model was given them.",
-        "anyOf": [{"type": "array", "items": {"$ref": "#/$defs/ToolInput"}}, {"type": "null"}],
+        "anyOf": [
+            {"type": "array", "items": {"$ref": "#/$defs/ToolInput"}},
+            {
+                "type": "object",
+                "description": "A whole MCP `tools/list` result.",
+                "required": ["tools"],
+                "properties": {
+                    **dict.fromkeys(sorted(LIST_RESULT_KEYS), {}),
+                    "tools": {"type": "array", "items": {"$ref": "#/$defs/ToolInput"}},
+                },
+                "additionalProperties": False,
+            },
+            {"type": "null"},
+        ],
     }
     properties["response"] = {
         "description": "What the candidate returned, in any accepted shape; absent or null: "
@@ -126,26 +140,40 @@ def _case_schema() -> dict[str, Any]:
     return schema
 
 
-def _case_defs(expected_call: dict[str, Any]) -> dict[str, Any]:
-    function_spec = {
-        "type": "object",
-        "required": ["name"],
-        "properties": {
-            "name": {"type": "string"},
-            "description": _TEXT_OR_NULL,
-            "parameters": {**_OBJECT_OR_NULL, "description": "The arguments' JSON Schema."},
-            "input_schema": {"description": "Anthropic's name for it (unread with `parameters`)."},
-        },
-        "if": {"not": {"required": ["parameters"]}},
-        "then": {"properties": {"input_schema": _OBJECT_OR_NULL}},
+def _tool_form(form: str) -> dict[str, Any]:
+    """The JSON Schema of one tool form, from the reader's own table of keys."""
+    schema_key, keys = TOOL_FORMS[form]
+    required = ["name"] if form in ("OpenAI chat", "Responses") else ["name", schema_key]
+    properties: dict[str, Any] = dict.fromkeys(sorted(keys), {})
+    properties["name"] = {"type": "string"}
+    properties["description"] = _TEXT_OR_NULL
+    properties[schema_key] = {
+        "type": ["object", "null"] if len(required) == 1 else "object",
+        "description": "The arguments' JSON Schema (none: the tool takes no arguments).",
     }
+    function = {
+        "type": "object",
+        "required": required,
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if form != "OpenAI chat":
+        return {"title": form, **function}
+    return {
+        "title": form,
+        "type": "object",
+        "required": ["function"],
+        "properties": {"type": {}, "function": function},
+        "additionalProperties": False,
+    }
+
+
+def _case_defs(expected_call: dict[str, Any]) -> dict[str, Any]:
     tool = {
-        "description": 'OpenAI `{"type": "function", "function": {...}}`, or the function '
-        "itself (`name`, `parameters`), or Anthropic's (`name`, `input_schema`).",
-        "anyOf": [
-            {"type": "object", "required": ["function"], "properties": {"function": function_spec}},
-            {**function_spec, "not": {"required": ["function"]}},
-        ],
+        "description": 'A tool in OpenAI chat form (`{"type": "function", "function": '
+        "{...}}`), Responses form (`name`, `parameters`), Anthropic's (`name`, `input_schema`) "
+        "or MCP's (`name`, `inputSchema`); a key the form does not have is refused.",
+        "anyOf": [_tool_form(form) for form in TOOL_FORMS],
     }
     body = copy.deepcopy(expected_call)
     arguments = body["properties"]["arguments"]

@@ -4,7 +4,8 @@
 `response` its output); `--per trace` one case per trace, the whole conversation in `messages`
 (every call and tool result in its turns, the final answer last) and no `response`, for
 `judge check --match ...` and the trajectory judge. A record that cannot be read is reported
-with file:line and why, and skipped; the rest is converted.
+with file:line and why, and skipped; the rest is converted. Two cases never share an id: a
+later one gets `<id>#2` (`#3`, ...), its own id kept in `meta.original_id` (`UniqueIds`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, BinaryIO, Literal
 
 from judge.cases._calls import first_choice
 from judge.traces._calls import LLMCall, llm_call
+from judge.traces._ids import UniqueIds
 from judge.traces._inspect import inspect_calls
 from judge.traces._langsmith import is_run, langsmith_call
 from judge.traces._spans import Problem, RecordError, iter_documents, raw_spans, read_span, why
@@ -37,6 +39,8 @@ class Imported:
     skipped: Counter[str] = field(default_factory=Counter)
     """Records that are not LLM calls, by kind (`span`: spans of other operations)."""
     calls: int = 0
+    ids: UniqueIds = field(default_factory=UniqueIds)
+    """The ids given, and those made unique (shared by the readings of one command)."""
 
 
 def import_traces(fmt: Format, paths: Iterable[str | Path], per: Per = "call") -> Imported:
@@ -51,16 +55,16 @@ def iter_import(
 ) -> Iterator[dict[str, Any]]:
     """The cases of the files, one at a time: with `--per call` as each LLM call is read (a
     file is read a chunk at a time), with `--per trace` once every file is read. `found`
-    collects what was skipped and why (its `cases` stay empty)."""
+    collects what was skipped and why (its `cases` stay empty), and the ids made unique."""
     calls = (call for path in paths for call in _read_file(fmt, str(path), found))
     if per == "call":
         for call in calls:
             found.calls += 1
-            yield from cases_per_call([call])
+            yield from map(found.ids.claim, cases_per_call([call]))
         return
     collected = list(calls)
     found.calls += len(collected)
-    yield from cases_per_trace(collected)
+    yield from map(found.ids.claim, cases_per_trace(collected))
 
 
 def import_data(fmt: Format, sources: Iterable[tuple[str, bytes]], per: Per = "call") -> Imported:
@@ -68,7 +72,8 @@ def import_data(fmt: Format, sources: Iterable[tuple[str, bytes]], per: Per = "c
     found = Imported()
     calls = [call for name, data in sources for call in _read(fmt, io.BytesIO(data), name, found)]
     found.calls = len(calls)
-    found.cases = list(cases_per_call(calls) if per == "call" else cases_per_trace(calls))
+    made = cases_per_call(calls) if per == "call" else cases_per_trace(calls)
+    found.cases = [found.ids.claim(case) for case in made]
     return found
 
 

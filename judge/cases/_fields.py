@@ -1,0 +1,97 @@
+"""The case format's known keys, and what is reported of the others: a key the format does not
+know is named with the nearest known one (`/mesages (did you mean /messages?)`), never ignored
+in silence. Model-free, so the check path can use it."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from judge.cases._json import pointer
+
+CASE_KEYS = frozenset(
+    (
+        "id",
+        "name",
+        "messages",
+        "tools",
+        "response",
+        "expected_calls",
+        "expected_behavior",
+        "labels",
+        "match",
+        "assert_tools",
+        "expected_answer",
+        "meta",
+    )
+)
+EXPECTED_CALL_KEYS = frozenset(("name", "arguments", "function", "id", "type"))
+"""An expected call, or an OpenAI tool call copied as one (`id`, `type`, `function`)."""
+EXPECTED_FUNCTION_KEYS = frozenset(("name", "arguments"))
+LABEL_KEYS = frozenset(
+    ("selection", "arguments", "answer", "trajectory", "reviewer", "labelled_at")
+)
+
+
+@dataclass(frozen=True)
+class UnknownField:
+    """A key the case format does not know, at `pointer` in the case."""
+
+    pointer: str
+    nearest: str | None
+    """The pointer the key most likely meant (a known key at the same place), if any is close."""
+
+    def __str__(self) -> str:
+        hint = f" (did you mean {self.nearest}?)" if self.nearest else ""
+        return f"unknown field {self.pointer}{hint}"
+
+
+def nearest(key: str, known: Iterable[str]) -> str | None:
+    """The known key closest in spelling to `key`, when one is close enough to be a typo: one
+    that differs only in letter case first, then only in case and `_` / `-`, then by edits."""
+    names = sorted(known)
+    for same in (str.lower, _plain):
+        found = [name for name in names if same(name) == same(key)]
+        if found:
+            return found[0]
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _plain(key: str) -> str:
+    return key.lower().replace("_", "").replace("-", "")
+
+
+def unknown_fields(data: dict[str, Any]) -> list[UnknownField]:
+    """Every key of a decoded case that the format does not know: at the top level, in each
+    `expected_calls` item and `labels` (`meta` is free; `match` and `assert_tools` refuse
+    unknown keys outright; `messages`, `tools` and `response` are read by their own rules)."""
+    return list(_unknown(data))
+
+
+def _unknown(data: dict[str, Any]) -> Iterator[UnknownField]:
+    yield from _keys(data, CASE_KEYS, "")
+    expected = data.get("expected_calls")
+    if isinstance(expected, list):
+        for i, call in enumerate(expected):
+            if isinstance(call, dict):
+                yield from _keys(call, EXPECTED_CALL_KEYS, f"/expected_calls/{i}")
+                function = call.get("function")
+                if isinstance(function, dict):
+                    at = f"/expected_calls/{i}/function"
+                    yield from _keys(function, EXPECTED_FUNCTION_KEYS, at)
+    labels = data.get("labels")
+    if isinstance(labels, dict):
+        yield from _keys(labels, LABEL_KEYS, "/labels")
+
+
+def _keys(data: dict[str, Any], known: frozenset[str], at: str) -> Iterator[UnknownField]:
+    for key in data:
+        if key not in known:
+            key = str(key)
+            close = nearest(key, known)
+            yield UnknownField(
+                at + pointer([key]), None if close is None else at + pointer([close])
+            )

@@ -1,0 +1,136 @@
+"""Tool definitions in every provider's form, read to one `(name, description, schema)`.
+
+The forms: OpenAI chat (`{"type": "function", "function": {"name", "parameters"}}`), Responses
+(`{"type": "function", "name", "parameters"}`), Anthropic (`{"name", "input_schema"}`) and MCP
+(`{"name", "inputSchema"}`, as `tools/list` returns it; `tools` may be that whole result). An
+entry whose keys fit no form, or that holds its schema under another form's key, is refused
+with the nearest known key: a tool never silently loses its schema. A function given without
+a schema takes no arguments (as OpenAI defines it). Model-free, so the check path reads tools
+with it too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from judge.cases._fields import nearest
+from judge.cases._json import json_kind, pointer
+
+NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+"""The schema of a function defined without one: it takes no arguments."""
+
+TOOL_FORMS: dict[str, tuple[str, frozenset[str]]] = {
+    "OpenAI chat": ("parameters", frozenset(("name", "description", "parameters", "strict"))),
+    "Responses": (
+        "parameters",
+        frozenset(("type", "name", "description", "parameters", "strict")),
+    ),
+    "Anthropic": (
+        "input_schema",
+        frozenset(("type", "name", "description", "input_schema", "cache_control")),
+    ),
+    "MCP": (
+        "inputSchema",
+        frozenset(
+            ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+            + ("_meta", "icons", "execution")
+        ),
+    ),
+}
+"""Each form: the key its schema is under, and every key an entry of it may have."""
+_SCHEMA_KEYS = frozenset(key for key, _ in TOOL_FORMS.values())
+LIST_RESULT_KEYS = frozenset(("tools", "nextCursor", "_meta"))
+"""The members of an MCP `tools/list` result."""
+
+
+class ToolFormError(ValueError):
+    """A tool entry that fits no known form; `pointer` is relative to `tools`."""
+
+    def __init__(self, pointer: str, message: str) -> None:
+        self.pointer = pointer
+        super().__init__(message)
+
+
+class ToolSpec(NamedTuple):
+    name: str
+    description: str | None
+    parameters: dict[str, Any]
+
+
+def tool_entries(tools: Any) -> list[Any]:
+    """The entries of a case's `tools`: a list, or a whole MCP `tools/list` result."""
+    if tools is None:
+        return []
+    if isinstance(tools, dict) and "tools" in tools:
+        extra = sorted(tools.keys() - LIST_RESULT_KEYS)
+        if extra:
+            raise ToolFormError(
+                pointer(extra[:1]), f"a tools/list result has no member {extra[0]!r}"
+            )
+        tools = tools["tools"]
+        if not isinstance(tools, list):
+            raise ToolFormError("/tools", f"tools must be a list, got {json_kind(tools)}")
+        return tools
+    if not isinstance(tools, list | tuple):
+        raise ToolFormError("", "tools must be a list (or an MCP tools/list result)")
+    return list(tools)
+
+
+def read_tool(spec: Any) -> ToolSpec:
+    """One tool entry in any known form; `ToolFormError` (pointer relative to the entry)
+    saying what is wrong and the nearest known key."""
+    if not isinstance(spec, dict):
+        raise ToolFormError("", f"a tool must be an object, got {json_kind(spec)}")
+    if "function" in spec:  # OpenAI chat: the function is one level down
+        extra = sorted(spec.keys() - {"type", "function"})
+        if extra:
+            raise ToolFormError(
+                pointer(extra[:1]), f"unknown key {extra[0]!r} beside 'function' in a tool"
+            )
+        function = spec["function"]
+        if not isinstance(function, dict):
+            raise ToolFormError("/function", "a tool's function must be an object")
+        return _read_form(function, "OpenAI chat", "/function")
+    return _read_form(spec, _form_of(spec), "")
+
+
+def _form_of(spec: dict[str, Any]) -> str:
+    """The form an entry fits best: fewest keys it does not know; on a tie, the one for which a
+    schema key is out of place (so the message names the schema key), then the order above."""
+    best, rank = "Responses", (len(spec), True)
+    for form, (_, keys) in TOOL_FORMS.items():
+        if form == "OpenAI chat":
+            continue
+        unknown = spec.keys() - keys
+        candidate = (len(unknown), not unknown & _SCHEMA_KEYS)
+        if candidate < rank:
+            best, rank = form, candidate
+    return best
+
+
+def _read_form(fn: dict[str, Any], form: str, at: str) -> ToolSpec:
+    schema_key, keys = TOOL_FORMS[form]
+    name = fn.get("name")
+    if not isinstance(name, str):
+        raise ToolFormError(at + "/name", "a tool needs a name (text)")
+    unknown = sorted(fn.keys() - keys, key=lambda k: (k not in _SCHEMA_KEYS, str(k)))
+    for key in unknown:
+        key = str(key)
+        close = schema_key if key in _SCHEMA_KEYS else nearest(key, keys | _SCHEMA_KEYS)
+        hint = f" (did you mean {close!r}?)" if close else ""
+        where = f"tool {name!r} ({form} form)"
+        raise ToolFormError(at + pointer([key]), f"{where}: unknown key {key!r}{hint}")
+    description = fn.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ToolFormError(at + "/description", f"tool {name!r}: description must be text")
+    params = fn.get(schema_key)
+    if params is None:
+        if form in ("Anthropic", "MCP"):
+            raise ToolFormError(at, f"tool {name!r} ({form} form) has no {schema_key!r}")
+        params = dict(NO_ARGUMENTS)
+    elif not isinstance(params, dict):
+        raise ToolFormError(
+            at + pointer([schema_key]),
+            f"tool {name!r}: {schema_key} must be an object (a JSON Schema)",
+        )
+    return ToolSpec(name, description, params)
