@@ -93,7 +93,7 @@ def test_bad_assertions_are_a_clear_case_error(tmp_path: Path) -> None:
         asserted(["lookup"], {"avoid": ["refund"]}) | {"id": "typo"},
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    loaded = load_cases(path)
+    loaded = load_cases(path, strict=True)  # strict: the misspelt key is refused, not warned
     errors = [str(e) for e in loaded.errors]
     assert len(errors) == 2 and not list(loaded)
     assert (

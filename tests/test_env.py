@@ -241,3 +241,19 @@ def test_published_schemas_cover_trajectory_cases_and_results() -> None:
     for result in run("--env", FACTORY, "--match", "strict"):
         assert result["trajectory"] and result["final_state"]
         assert not list(results.iter_errors(result)), result["id"]
+
+
+@pytest.mark.parametrize(
+    "content, passed, needs_judge",
+    [
+        pytest.param("Which counter?", None, True, id="asks"),
+        pytest.param("", False, False, id="says-nothing"),
+    ],
+)
+def test_an_ask_case_is_not_passed_by_its_final_state_alone(
+    content: str, passed: bool | None, needs_judge: bool
+) -> None:
+    data = counter_case([], []) | {"expected_behavior": "ask", "response": {"content": content}}
+    data.pop("expected_calls")
+    [result] = check([data], env=counter_env)
+    assert (result.passed, result.needs_judge) == (passed, needs_judge)

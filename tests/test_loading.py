@@ -327,7 +327,7 @@ def test_a_match_column_read_from_csv_holds_json_text() -> None:
     ],
 )
 def test_error_pointers_are_json_pointers(field: dict[str, Any], pointer: str) -> None:
-    loaded = load_cases([case([]) | field])
+    loaded = load_cases([case([]) | field], strict=True)  # strict: an unknown key refused too
     assert [e.pointer for e in loaded.errors] == [pointer]
 
 

@@ -309,3 +309,67 @@ def test_check_refuses_to_write_over_an_input(tmp_path: Path) -> None:
     result = run("check", str(path), "-o", str(path))
     assert result.exit_code == 2 and "one of the inputs" in result.stderr
     assert path.read_bytes() == before
+
+
+def test_a_gate_that_passes_still_says_what_it_did_not_grade(tmp_path: Path) -> None:
+    path = write(tmp_path / "cases.jsonl", [FOUR_LINES[0], FOUR_LINES[2]])
+    result = run("check", str(path), "--fail-under", "0.9", "-o", str(tmp_path / "r.jsonl"))
+    assert result.exit_code == 0
+    assert "pass rate 100.0% meets --fail-under 90.0%" in result.stderr
+    assert "1 not gradable" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "tool, valid",
+    [
+        pytest.param(
+            {"name": "get_weather", "input_schema": UNIT, "strict": True},
+            False,
+            id="anthropic-strict",
+        ),
+        pytest.param({"type": "bash_20250124", "name": "get_weather"}, True, id="provider-tool"),
+    ],
+)
+def test_every_provider_form_is_read(tool: dict[str, Any], valid: bool) -> None:
+    result = check_case({"id": "k", "tools": [tool], "response": KELVIN})
+    assert result.schema_valid is valid  # kelvin is refused where the schema says so
+
+
+def test_a_case_not_run_yet_is_not_passed_by_its_behavior() -> None:
+    for behavior in ("ask", "no_call"):
+        result = check_case({"id": "x", "tools": [], "expected_behavior": behavior})
+        assert (result.passed, result.needs_judge) == (None, False)
+
+
+@pytest.mark.parametrize(
+    "extra, pointer",
+    [
+        pytest.param({"match": {"mdoe": "strict"}}, "/match/mode", id="match"),
+        pytest.param(
+            {"assert_tools": {"caled": ["get_weather"]}}, "/assert_tools/called", id="assert-tools"
+        ),  # fmt: skip
+    ],
+)
+def test_unknown_keys_in_match_and_assertions_are_warned_about(
+    extra: dict[str, Any], pointer: str
+) -> None:
+    data = {**FOUR_LINES[0], **extra}
+    with pytest.warns(UnknownFieldWarning, match=f"did you mean {pointer}"):
+        result = check_case(data)
+    assert result.passed is True
+    assert load_cases([data], strict=True).errors[0].pointer != ""
+
+
+def test_summarize_reads_result_lines_as_written(tmp_path: Path) -> None:
+    path = write(tmp_path / "cases.jsonl", [FOUR_LINES[0], FOUR_LINES[0]])
+    out = tmp_path / "r.jsonl"
+    result = run("check", str(path), "--format", "json", "-o", str(out))
+    with out.open() as lines:
+        assert summarize(lines).to_dict() == json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("flag", [("--junit", "x.xml"), ("--format", "pretty"), ("--strict",)])
+def test_ray_refuses_what_it_cannot_report(tmp_path: Path, flag: tuple[str, ...]) -> None:
+    path = write(tmp_path / "cases.jsonl", FOUR_LINES[:1])
+    result = run("check", str(path), "--ray", *flag)
+    assert result.exit_code == 2 and "--ray does not take" in result.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from judge import Match, check
+from judge import Match, UnknownFieldWarning, check, load_cases
 from judge.cases._match import parse_override
 from judge.checks._plain import out_of_order
 from tests.helpers import WEATHER, call, grade, kinds, tool
@@ -354,9 +354,13 @@ def test_wrong_order_numbers_steps_among_the_compared_reference_calls() -> None:
 
 
 def test_only_documented_match_keys_are_read() -> None:
-    [result] = check([path_case([L], [L], match={"trajectory": "strict"})])
-    assert kinds(result) == [(None, "InvalidCase")]
-    assert result.failures[0].path == "/match/trajectory"
+    data = path_case([L], [L], match={"trajectory": "strict"})
+    with pytest.warns(UnknownFieldWarning, match="unknown field /match/trajectory"):
+        [warned] = check([data])
+    assert warned.trajectory is None  # the key was not read: no mode
+    [refused] = check(load_cases([data], strict=True).errors)
+    assert kinds(refused) == [(None, "InvalidCase")]
+    assert refused.failures[0].path == "/match/trajectory"
 
 
 def test_weather_tools_still_work_with_modes() -> None:

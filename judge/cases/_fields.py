@@ -30,6 +30,9 @@ CASE_KEYS = frozenset(
 EXPECTED_CALL_KEYS = frozenset(("name", "arguments", "function", "id", "type"))
 """An expected call, or an OpenAI tool call copied as one (`id`, `type`, `function`)."""
 EXPECTED_FUNCTION_KEYS = frozenset(("name", "arguments"))
+MATCH_KEYS = frozenset(("mode", "args", "overrides", "ignore_tools"))
+ASSERT_KEYS = frozenset(("called", "avoided", "counts", "max_calls"))
+BOUND_KEYS = frozenset(("min", "max"))
 LABEL_KEYS = frozenset(
     ("selection", "arguments", "answer", "trajectory", "reviewer", "labelled_at")
 )
@@ -66,9 +69,26 @@ def _plain(key: str) -> str:
 
 def unknown_fields(data: dict[str, Any]) -> list[UnknownField]:
     """Every key of a decoded case that the format does not know: at the top level, in each
-    `expected_calls` item and `labels` (`meta` is free; `match` and `assert_tools` refuse
-    unknown keys outright; `messages`, `tools` and `response` are read by their own rules)."""
+    `expected_calls` item, `labels`, `match` and `assert_tools` (`meta` is free; `messages`,
+    `tools` and `response` are read by their own rules)."""
     return list(_unknown(data))
+
+
+def without_unknown(data: dict[str, Any], unknown: list[UnknownField]) -> dict[str, Any]:
+    """`data` with the unknown keys of `match` and `assert_tools` left out (the models refuse
+    them; elsewhere they are ignored), copying only what changes."""
+    out = dict(data)
+    for field in unknown:
+        parts = field.pointer.split("/")[1:]
+        if parts[0] not in ("match", "assert_tools"):
+            continue
+        holder = out
+        for part in parts[:-1]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            holder[part] = dict(holder[part])
+            holder = holder[part]
+        holder.pop(parts[-1].replace("~1", "/").replace("~0", "~"), None)
+    return out
 
 
 def _unknown(data: dict[str, Any]) -> Iterator[UnknownField]:
@@ -85,6 +105,18 @@ def _unknown(data: dict[str, Any]) -> Iterator[UnknownField]:
     labels = data.get("labels")
     if isinstance(labels, dict):
         yield from _keys(labels, LABEL_KEYS, "/labels")
+    match = data.get("match")
+    if isinstance(match, dict):
+        yield from _keys(match, MATCH_KEYS, "/match")
+    asserted = data.get("assert_tools")
+    if isinstance(asserted, dict):
+        yield from _keys(asserted, ASSERT_KEYS, "/assert_tools")
+        counts = asserted.get("counts")
+        if isinstance(counts, dict):
+            for tool, bounds in counts.items():
+                if isinstance(bounds, dict):
+                    at = "/assert_tools/counts" + pointer([str(tool)])
+                    yield from _keys(bounds, BOUND_KEYS, at)
 
 
 def _keys(data: dict[str, Any], known: frozenset[str], at: str) -> Iterator[UnknownField]:

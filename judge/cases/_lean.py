@@ -14,7 +14,6 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from judge.cases._fields import LABEL_KEYS
 from judge.cases._form import MATCHER_KEYS, ExpectedBehavior
 from judge.cases._json import DecodeError, dumps, loads
 from judge.cases._tools import ToolFormError, read_tool
@@ -155,7 +154,7 @@ def read_lean(raw: bytes) -> LeanCase | None:
         return None
     labels = line.labels or {}
     if (  # (a few comparisons: a generator here costs a quarter of a microsecond a line)
-        (labels and not labels.keys() <= _LABEL_KEYS)  # `Case` reports the unknown key
+        (labels and not labels.keys() <= _LABEL_KEYS)  # `Case` reads (or reports) the rest
         or labels.get("selection") not in _LABELS
         or labels.get("arguments") not in _LABELS
         or labels.get("answer") not in _LABELS
@@ -186,7 +185,8 @@ _tool_sets: dict[bytes, dict[str, LeanTool] | None] = {}
 _TOOL_SETS_KEPT = 1024
 _last: tuple[bytes, dict[str, LeanTool] | None] = (b"", None)
 _LABELS = (None, "correct", "incorrect")
-_LABEL_KEYS = LABEL_KEYS
+_LABEL_KEYS = frozenset(("selection", "arguments", "answer"))
+"""The labels checked here; a line with any other is read as a `Case`."""
 
 
 def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from judge._errors import CaseError, InputError, UnknownFieldWarning
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
-from judge.cases._fields import UnknownField, unknown_fields
+from judge.cases._fields import UnknownField, unknown_fields, without_unknown
 from judge.cases._files import open_cases
 from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._json import pointer as json_pointer
@@ -126,7 +126,7 @@ def parse_case(
             source=source, line=line, case_id=str(case_id), pointer=first.pointer,
         )  # fmt: skip
     try:
-        case = Case.model_validate(data)
+        case = Case.model_validate(without_unknown(data, unknown) if unknown else data)
     except ValidationError as exc:
         raise _from_validation(exc, source=source, line=line, case_id=str(case_id)) from None
     for field in unknown:
@@ -151,11 +151,8 @@ def _iter_file(path: str | PathLike[str], reading: _Reading) -> Iterator[Case | 
 
 
 def _iter_parquet(path: str | PathLike[str], reading: _Reading) -> Iterator[Case | CaseError]:
-    name = str(path)
-    if not Path(name).is_file():
-        raise InputError(f"{name}: no such file")
-    with as_json_lines(name) as stream:
-        yield from iter_stream(stream, name, strict=reading.strict, warn=reading.warn)
+    for _, item in iter_numbered(path, strict=reading.strict, warn=reading.warn):
+        yield item
 
 
 def iter_lines(

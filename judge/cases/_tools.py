@@ -27,7 +27,10 @@ TOOL_FORMS: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "Anthropic": (
         "input_schema",
-        frozenset(("type", "name", "description", "input_schema", "cache_control")),
+        frozenset(
+            ("type", "name", "description", "input_schema", "cache_control", "strict")
+            + ("input_examples", "defer_loading")
+        ),
     ),
     "MCP": (
         "inputSchema",
@@ -91,12 +94,31 @@ def read_tool(spec: Any) -> ToolSpec:
         if not isinstance(function, dict):
             raise ToolFormError("/function", "a tool's function must be an object")
         return _read_form(function, "OpenAI chat", "/function")
+    kind = spec.get("type")
+    if isinstance(kind, str) and kind != "function" and not spec.keys() & _SCHEMA_KEYS:
+        return _builtin(spec, kind)
     return _read_form(spec, _form_of(spec), "")
 
 
+def _builtin(spec: dict[str, Any], kind: str) -> ToolSpec:
+    """A provider's own tool (Anthropic's `bash_20250124`, OpenAI's `custom`): no JSON Schema
+    is given for it, so its calls are held only to being a JSON object."""
+    name = spec.get("name")
+    if not isinstance(name, str):
+        raise ToolFormError("/name", f"a tool of type {kind!r} needs a name (text)")
+    description = spec.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ToolFormError("/description", f"tool {name!r}: description must be text")
+    return ToolSpec(name, description, {"type": "object"})
+
+
 def _form_of(spec: dict[str, Any]) -> str:
-    """The form an entry fits best: fewest keys it does not know; on a tie, the one for which a
-    schema key is out of place (so the message names the schema key), then the order above."""
+    """The form an entry is in: the one whose schema key it has; else the one it fits best
+    (fewest keys it does not know; on a tie, the one for which a schema key is out of place,
+    so the message names it; then the order above)."""
+    for form, (key, _) in TOOL_FORMS.items():
+        if form != "OpenAI chat" and key in spec and not spec.keys() - TOOL_FORMS[form][1]:
+            return form
     best, rank = "Responses", (len(spec), True)
     for form, (_, keys) in TOOL_FORMS.items():
         if form == "OpenAI chat":

@@ -171,9 +171,12 @@ def _check_read(
         # Only the end state matters; the pairing gives the partial credit alone.
         passed = state.equal if state is not None else None
         paired = compare(names, parsed, expected, settings or DEFAULT, rules)
+        needs_judge = False
+        if passed and not calls:
+            passed, needs_judge = _no_call_reply(case, problems)
         return _result(
             case, None, schema_valid, None, passed, problems, path_only, state,
-            holds=holds, scored=paired.scored,
+            holds=holds, scored=paired.scored, needs_judge=needs_judge,
         )  # fmt: skip
 
     how: Settings = settings or DEFAULT
@@ -207,10 +210,13 @@ def _no_call_reply(
     case: Case, problems: list[tuple[int | None, Problem]]
 ) -> tuple[bool | None, bool]:
     """`passed` and `needs_judge` of a case passed so far whose reply makes no call: for an
-    `ask` / `no_call` case, undecided (the judge's to say) when it has text, else failed."""
+    `ask` / `no_call` case, undecided (the judge's to say) when it has text, else failed; a
+    case not run yet is undecided too."""
     behavior = case.expected_behavior
-    if behavior not in NO_CALL_BEHAVIORS or case.response is None:
+    if behavior not in NO_CALL_BEHAVIORS:
         return True, False
+    if case.response is None:  # not run yet: nothing to say of its reply
+        return None, False
     empty = undecided_reply(behavior, case.response.content or "")
     if empty is None:
         return None, True

@@ -102,9 +102,12 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         "call_scores": scores,
         "failures": [],
     }
-    if passed and not calls and behavior in NO_CALL_BEHAVIORS and case.reply_text is not None:
-        empty = undecided_reply(behavior, case.reply_text)
-        if empty is None:
+    if passed and not calls and behavior in NO_CALL_BEHAVIORS:
+        text = case.reply_text
+        empty = None if text is None else undecided_reply(behavior, text)
+        if text is None:  # not run yet: nothing to say of its reply
+            data["passed"] = None
+        elif empty is None:
             data["passed"] = None
             data["needs_judge"] = True
         else:
@@ -199,12 +202,12 @@ def structure(
             valid = False
             problems.append((index, (FailureKind.UNKNOWN_NAME, "", _unknown(name, tools))))
         elif arguments is not None:
-            errors, broken = schemas.errors(tool, arguments)
-            if broken is not None:
-                problems.append((index, (FailureKind.INVALID_SCHEMA, "", broken)))
+            errors, unusable = schemas.errors(tool, arguments)
+            if unusable is not None:
+                problems.append((index, (FailureKind.INVALID_SCHEMA, "", unusable)))
             for path, message in errors:
                 problems.append((index, (FailureKind.SCHEMA_MISMATCH, path, message)))
-            valid = valid and broken is None and not errors
+            valid = valid and unusable is None and not errors
         all_valid = all_valid and valid
     return parsed, problems, (all_valid if calls else None)
 

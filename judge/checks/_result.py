@@ -55,15 +55,17 @@ class CaseResult(BaseModel):
     tool_selection: bool | None
     """The calls pair one-to-one with the expected calls by name (with a `subset` / `superset`
     match, only the side the mode requires; ignored tools left out); null without
-    `expected_calls`."""
+    `expected_calls` (an `ask` / `no_call` case without them is held to no call at all)."""
     schema_valid: bool | None
     """Every call parses and fits its tool's schema; null when there are no calls."""
     argument_values: bool | None
     """Calls match expected calls one-to-one, every expected argument acceptable; null when
     `expected_calls` is absent or empty."""
     passed: bool | None
-    """The case passes; null when there is nothing to grade it against. With `assert_tools`
-    it must hold too (and alone decides when `expected_calls` is absent)."""
+    """The case passes; false whenever a call is broken in itself (`InvalidJson`,
+    `UnknownName`, `SchemaMismatch`); null when there is nothing to grade it against, or only
+    the judge can decide (`needs_judge`). With `assert_tools` it must hold too (and alone
+    decides when `expected_calls` is absent)."""
     tool_assertions: bool | None = None
     """Every `assert_tools` assertion holds; null when the case has none."""
     needs_judge: bool = False

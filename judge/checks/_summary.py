@@ -161,9 +161,11 @@ class Summary:
     passed: int = 0
     failed: int = 0
     not_gradable: int = 0
-    """Cases with `passed` null: nothing to grade them against, or unreadable."""
+    """Cases with `passed` null: nothing to grade them against, only the judge can decide
+    (`needs_judge`), or unreadable."""
     invalid_cases: int = 0
-    """Cases that could not be read (an `InvalidCase` failure): failed, for the pass rate."""
+    """Cases that could not be read (an `InvalidCase` failure, nothing else decided): failed,
+    for the pass rate."""
     needs_judge: int = 0
     """Of the not gradable cases, those only the judge can decide (`needs_judge`)."""
     unknown_fields: int = 0
@@ -292,16 +294,28 @@ class Summary:
             self.verdicts.print_tables(console)
 
 
-def summarize(results: Iterable[CaseResult | dict[str, Any]]) -> Summary:
-    """The summary `judge check` (or `judge grade`) prints for these results: `CaseResult`s, or
-    result lines read back as JSON data (`.to_dict()` gives the JSON summary)."""
+def summarize(results: Iterable[CaseResult | dict[str, Any] | str | bytes]) -> Summary:
+    """The summary `judge check` (or `judge grade`) prints for these results: `CaseResult`s,
+    result lines read back as JSON data, or the lines themselves (`open("results.jsonl")`);
+    `.to_dict()` gives the JSON summary. Ids that repeat are counted in `duplicate_ids`."""
+    from judge.cases._json import loads
+
     summary = Summary()
     tally = Tally()
+    ids: set[str] = set()
     for result in results:
+        if isinstance(result, str | bytes):
+            if not result.strip():
+                continue
+            result = loads(result)
         if isinstance(result, dict):
+            case_id = result["id"]
             tally.add(result)
         else:
+            case_id = result.id
             summary.add(result)
+        summary.duplicate_ids += case_id in ids
+        ids.add(case_id)
     summary.add_tally(tally)
     return summary
 
@@ -397,7 +411,8 @@ class Tally:
         if f1 is not None:
             self.f1_total += f1
             self.f1_cases += 1
-        self.outcomes[(*checks, passed, _INVALID_CASE in kinds, needs_judge)] += 1
+        invalid = passed is None and _INVALID_CASE in kinds  # unread: nothing else decided
+        self.outcomes[(*checks, passed, invalid, needs_judge)] += 1
 
 
 _INVALID_CASE = FailureKind.INVALID_CASE.value

@@ -138,14 +138,19 @@ class Batching:
         return None
 
 
-def cases_of(paths: Iterable[str], skip: set[str]) -> list[Case]:
-    """The cases of these files still to grade."""
+def cases_of(paths: Iterable[str], skip: set[str], strict: bool = False) -> list[Case]:
+    """The cases of these files still to grade (read as grading reads them, which says what
+    they hold that the format does not know: not said twice here)."""
     return [
         item
         for path in paths
-        for item in iter_cases(path)
+        for item in iter_cases(path, strict=strict, warn=_said_later)
         if isinstance(item, Case) and item.id not in skip
     ]
+
+
+def _said_later(message: str) -> None:
+    """Where `cases_of` sends its warnings: grading reads the same cases and says them."""
 
 
 async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str | None) -> Any:

@@ -174,7 +174,24 @@ def renamed_option(
     )
 
 
+def strict_interval_option(help: str) -> Callable[..., Any]:
+    """`--strict-interval` (the calibration's kappa interval must clear the threshold), whose
+    former name `--strict` now means strict reading in `judge check` and `judge grade`."""
+    return renamed_option(
+        "--strict-interval",
+        "strict",
+        was="--strict",
+        since=RENAMED_ON,
+        until=FORMER_NAMES_UNTIL,
+        is_flag=True,
+        help=help,
+    )
+
+
 def _command_name(ctx: click.Context) -> str:
-    """`judge COMMAND`, whatever name the program was invoked by."""
-    path = ctx.command_path.split()
-    return " ".join(["judge", *(path[1:] if ctx.parent is not None else path)])
+    """`judge COMMAND`, whatever name the program was invoked by (`python -m judge`, too)."""
+    names: list[str] = [] if ctx.parent is not None else [ctx.info_name or ""]  # a lone command
+    while ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(["judge", *reversed(names)])

@@ -25,6 +25,7 @@ from judge.cli._common import (
     RENAMED_ON,
     progress_bar,
     renamed_option,
+    strict_interval_option,
     summary_format_option,
 )
 from judge.cli._judge_options import judge_options, make_judge
@@ -51,15 +52,7 @@ from judge.judging._probes import ProbeStats, probe
     show_default=True,
     help="Each dimension's kappa must reach this.",
 )
-@renamed_option(
-    "--strict-interval",
-    "strict",
-    was="--strict",
-    since=RENAMED_ON,
-    until=FORMER_NAMES_UNTIL,
-    is_flag=True,
-    help="The lower bound of the 95% interval must reach it, not just the kappa.",
-)
+@strict_interval_option("The lower bound of the 95% interval must reach it, not just the kappa.")
 @renamed_option(
     "--results-out",
     was="--results",

@@ -33,6 +33,7 @@ from judge.cli._common import (
     require_files,
     same_file,
 )
+from judge.cli._jobs import STDIN
 from judge.cli._judge_options import (
     abstention_options,
     grade_calibration_options,
@@ -45,7 +46,7 @@ from judge.cli._matching import (
     judge_trajectory_option,
     trajectory_options,
 )
-from judge.cli._outputs import RunReport, gate, report_options
+from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._plan import Plan, plan
@@ -118,6 +119,7 @@ def grade_command(
         )
         strict = True
     if ray_address is not None:
+        refuse_on_ray("grade", summary_format, junit, strict_input and calibration is None)
         _grade_on_ray(ray_address, cases, output, calibration, strict, force, summary_format,
                       fail_under, judge_options, dry_run or from_format is not None)  # fmt: skip
         return
@@ -159,12 +161,13 @@ def grade_command(
     summary = Summary()
     try:
         report = RunReport("grade", summary_format, junit, cases,
-                           sys.stderr if output is None else sys.stdout)  # fmt: skip
+                           sys.stderr if output is None else sys.stdout,
+                           strict=strict_input)  # fmt: skip
     except InputError as exc:
         click.echo(f"judge grade: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     if reader is None:  # case files: read strictly when asked, each case's line noted
-        sources = [_Numbered(report, path, strict_input) for path in cases]
+        sources = [_Numbered(report, path) for path in cases]
     prepared: list[Any] = []
     parquet = None
     if output is not None and is_parquet(output):  # JSON Lines while it runs (to resume)
@@ -216,11 +219,11 @@ class _Numbered:
     """A case file as `judge grade` reads it: through the run's report, which notes each
     case's line and id and warns about what the format does not know."""
 
-    def __init__(self, report: RunReport, path: str, strict: bool) -> None:
-        self.report, self.path, self.strict = report, path, strict
+    def __init__(self, report: RunReport, path: str) -> None:
+        self.report, self.path = report, path
 
     def __iter__(self) -> Iterator[Any]:
-        return self.report.read(self.path, self.strict)
+        return self.report.read(self.path)
 
 
 def _grade_on_ray(
@@ -300,14 +303,15 @@ async def _grade(
     """Grade each source (a case file's path, or the cases of a trace file) into `output`;
     with `batching`, from the replies of provider batches (appended to `prepared`)."""
     done = finished_results(output, judge.differs_from) if output else []
-    for result in done:
+    for result in done:  # an earlier run's: in the views too, read from the output file
         summary.add(result)
+        report.add(str(output), None, result.to_json_dict())
     skip = {r.id for r in done}
     show = sys.stderr.isatty()
     async with judge:
         found = None
         if batching is not None:
-            found = await prepare(judge, batching, cases_of(cases, skip), output)
+            found = await prepare(judge, batching, cases_of(cases, skip, report.strict), output)
             if found is None:
                 return
             found.refuse_on(judge)
@@ -328,7 +332,8 @@ async def _grade(
                         sink.write(dumps(data) + b"\n")
                         sink.flush()  # a finished result is never lost
                         report_skipped("grade", invalid_messages(result))
-                        report.add(path, report.line_of(result.id), data)
+                        report.add(STDIN if path == "-" else path, report.line_of(result.id),
+                                   data)  # fmt: skip
                         step(1)
         finally:
             if output:

@@ -49,8 +49,10 @@ class Checked:
     warnings: list[str] = field(default_factory=list)
     """What the readable cases hold that the format does not know (one message each)."""
     lines: int = 0
-    located: list[tuple[int, str]] = field(default_factory=list)
-    """Each result's line number and case id, in output order."""
+    numbers: list[int] = field(default_factory=list)
+    """Each result's line number, in output order."""
+    ids: list[str] = field(default_factory=list)
+    """Each result's case id, in output order."""
 
 
 def default_jobs(paths: tuple[str, ...]) -> int:
@@ -75,7 +77,7 @@ def check_chunk(
     `strict`, a case holding a key the format does not know is an `InvalidCase`."""
     done = Checked(output=b"", summary=Summary(), lines=len(lines))
     out: list[bytes] = []
-    located = done.located
+    numbers, ids = done.numbers, done.ids
     plain = settings is None and factory is None  # the response alone, by default
     tally = Tally()
     for number, raw in lines:
@@ -85,7 +87,8 @@ def check_chunk(
         else:
             data = _check_whole(source, number, raw, settings, factory, schemas, done, strict)
         tally.add(data)
-        located.append((number, data["id"]))
+        numbers.append(number)
+        ids.append(data["id"])
         out.append(dumps_line(data))
     done.summary.add_tally(tally)
     done.output = b"".join(out)

@@ -15,10 +15,8 @@ from judge.checks._outcome import DEFAULT_SEED
 from judge.cli._common import (
     EXIT_GATE,
     EXIT_UNREADABLE,
-    FORMER_NAMES_UNTIL,
-    RENAMED_ON,
-    renamed_option,
     stack_options,
+    strict_interval_option,
 )
 from judge.cli._matching import trajectory_from
 
@@ -120,15 +118,7 @@ _FORCE = click.option(
 )
 calibration_options = stack_options(
     _CALIBRATION,
-    renamed_option(
-        "--strict-interval",
-        "strict",
-        was="--strict",
-        since=RENAMED_ON,
-        until=FORMER_NAMES_UNTIL,
-        is_flag=True,
-        help=_STRICT_INTERVAL,
-    ),
+    strict_interval_option(_STRICT_INTERVAL),
     _FORCE,
 )
 """For `run` and `serve`, where `--strict` was this option's former name."""

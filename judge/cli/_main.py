@@ -34,7 +34,7 @@ from judge.cli._common import (
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
-from judge.cli._outputs import RunReport, counted, gate, report_options
+from judge.cli._outputs import RunReport, counted, gate, refuse_on_ray, report_options
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
@@ -152,6 +152,8 @@ def check_command(
     except ValueError as exc:  # an override or environment that cannot be loaded
         click.echo(f"judge check: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
+    if ray_address is not None:
+        refuse_on_ray("check", summary_format, junit, strict_input)
     summary = Summary()
     to_stdout = output in (None, "-")
     if output is not None and output != "-" and any(same_file(p, output) for p in cases):
@@ -250,7 +252,7 @@ def _check_file(
             for message in checked.warnings:
                 report.warn(message)
             report_skipped("check", checked.invalid)
-            report.add_lines(source, checked.located, checked.output)
+            report.add_lines(source, checked.numbers, checked.ids, checked.output)
             advance(checked.lines)
 
 

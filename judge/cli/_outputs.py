@@ -13,7 +13,7 @@ import click
 
 from judge.cases._json import loads
 from judge.checks._summary import Summary
-from judge.cli._common import EXIT_BELOW_THRESHOLD, print_summary, stack_options
+from judge.cli._common import EXIT_BELOW_THRESHOLD, EXIT_UNREADABLE, print_summary, stack_options
 from judge.cli._jobs import STDIN
 from judge.cli._reporters import GithubReporter, JUnitWriter, Located, PrettyReporter, Reporter
 
@@ -49,6 +49,27 @@ report_options = stack_options(
 )
 
 
+def refuse_on_ray(command: str, summary_format: str, junit: str | None, strict: bool) -> None:
+    """`--ray` gives back results, not where each case was read: the per-case views and
+    strict reading are refused there (exit 2) rather than run empty."""
+    asked = [
+        flag
+        for flag, given in (
+            (f"--format {summary_format}", summary_format in ("pretty", "github")),
+            ("--junit", junit is not None),
+            ("--strict", strict),
+        )
+        if given
+    ]
+    if asked:
+        click.echo(
+            f"judge {command}: --ray does not take {', '.join(asked)}: run without --ray for "
+            "them (the results and the table or JSON summary are the same)",
+            err=True,
+        )
+        sys.exit(EXIT_UNREADABLE)
+
+
 class RunReport:
     """Everything a run reports beside its result lines, fed as results are written."""
 
@@ -59,11 +80,15 @@ class RunReport:
         junit: str | None,
         inputs: Iterable[str],
         stream: IO[str],
+        *,
+        strict: bool = False,
     ) -> None:
         self.command = command
+        self.strict = strict
+        """Read cases strictly: a key the format does not know makes a case `InvalidCase`."""
         self.summary_format = summary_format
         self.stream = stream
-        self._first: dict[str, str] = {}  # case id -> where it was first seen
+        self._ids: dict[str, dict[str, int | None]] = {}  # source -> id -> its first line
         self._lines: dict[str, deque[int]] = {}  # case id -> the lines `read` gave it on
         self.duplicates = 0
         self._warned: set[str] = set()  # `file:line` of the cases warned about
@@ -81,15 +106,17 @@ class RunReport:
 
     def seen(self, source: str, line: int | None, case_id: str) -> None:
         """Note a case's id, warning when an earlier case had it."""
-        where = source if line is None else f"{source}:{line}"
-        first = self._first.setdefault(case_id, where)
-        if first != where:
-            self.duplicates += 1
-            self.warn(f"{where} case {case_id!r}: duplicate id (first at {first})")
+        for first, lines in self._ids.items():
+            if case_id in lines:
+                self.duplicates += 1
+                self.warn(f"{_where(source, line)} case {case_id!r}: duplicate id (first at "
+                          f"{_where(first, lines[case_id])})")  # fmt: skip
+                return
+        self._ids.setdefault(source, {})[case_id] = line
 
-    def read(self, path: str, strict: bool) -> Iterator[Case | CaseError]:
+    def read(self, path: str) -> Iterator[Case | CaseError]:
         """The cases of a file, each one's line noted (and its id checked against the run's),
-        its unknown fields warned about (with `strict`, an `InvalidCase`)."""
+        its unknown fields warned about (read strictly, an `InvalidCase`)."""
         from judge.cases._case import Case
         from judge.cases._loading import fallback_id, iter_numbered
 
@@ -99,7 +126,7 @@ class RunReport:
             self._warned.add(message.split(" case ", 1)[0])  # `file:line`: cases, not keys
             self.warn(message)
 
-        for number, item in iter_numbered(path, strict=strict, warn=warn):
+        for number, item in iter_numbered(path, strict=self.strict, warn=warn):
             if isinstance(item, Case):
                 case_id = item.id
             else:
@@ -113,13 +140,17 @@ class RunReport:
         lines = self._lines.get(case_id)
         return lines.popleft() if lines else None
 
-    def add_lines(self, source: str, located: list[tuple[int, str]], output: bytes) -> None:
-        """A chunk of result lines and each one's line number and id, in order."""
-        for line, case_id in located:
-            self.seen(source, line, case_id)
+    def add_lines(self, source: str, numbers: list[int], ids: list[str], output: bytes) -> None:
+        """A chunk of result lines with each one's line number and id, in order."""
+        fresh = dict(zip(ids, numbers, strict=True))
+        if len(fresh) == len(ids) and all(d.keys().isdisjoint(fresh) for d in self._ids.values()):
+            self._ids.setdefault(source, {}).update(fresh)  # no repeat: one C-level update
+        else:
+            for number, case_id in zip(numbers, ids, strict=True):
+                self.seen(source, number, case_id)
         if self.reporters:
-            for (line, _), text in zip(located, output.splitlines(), strict=True):
-                self.add(source, line, loads(text))
+            for number, text in zip(numbers, output.splitlines(), strict=True):
+                self.add(source, number, loads(text))
 
     def add(self, source: str, line: int | None, result: dict[str, Any]) -> None:
         item = Located(source=source, line=line, result=result)
@@ -136,6 +167,10 @@ class RunReport:
         print_summary(summary, shown, self.stream)
 
 
+def _where(source: str, line: int | None) -> str:
+    return source if line is None else f"{source}:{line}"
+
+
 def gate(
     command: str,
     rate: float | None,
@@ -143,14 +178,17 @@ def gate(
     counted: str,
     what: str = "pass rate",
 ) -> None:
-    """Exit 1 when `rate` (`what`) is under `--fail-under`, saying what it counted."""
-    if fail_under is None or (rate is not None and rate >= fail_under):
+    """With `--fail-under`: say on standard error what `rate` (`what`) counted, and exit 1
+    when it is under the bound."""
+    if fail_under is None:
         return
     shown = "no gradable case" if rate is None else f"{what} {rate:.1%}"
-    click.echo(
-        f"judge {command}: {shown} is under --fail-under {fail_under:.1%} ({counted})", err=True
-    )
-    sys.exit(EXIT_BELOW_THRESHOLD)
+    below = rate is None or rate < fail_under
+    verdict = "is under" if below else "meets"
+    click.echo(f"judge {command}: {shown} {verdict} --fail-under {fail_under:.1%} ({counted})",
+               err=True)  # fmt: skip
+    if below:
+        sys.exit(EXIT_BELOW_THRESHOLD)
 
 
 def counted(summary: Summary, strict: bool) -> str:

@@ -30,6 +30,7 @@ from judge.cli._jobs import STDIN
 
 _INVALID_CASE = "InvalidCase"
 _NOT_GRADABLE = "not gradable: nothing to grade it against"
+_NEEDS_JUDGE = "needs the judge: the reply rightly makes no call; its text is for the judge"
 
 # C0 and C1 controls, DEL, lone surrogates, the two non-characters XML cannot hold, and the
 # bidirectional overrides that can make a terminal show text in another order than it is.
@@ -359,6 +360,8 @@ def _judge_passed(judge: dict[str, Any] | None) -> bool:
 
 def _skip_reason(result: dict[str, Any]) -> str:
     judge = result.get("judge")
+    if result.get("needs_judge") and not judge:
+        return _NEEDS_JUDGE
     if not judge or judge.get("status") == "skipped":
         return _NOT_GRADABLE
     if judge.get("status") == "ok":

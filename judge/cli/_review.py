@@ -10,7 +10,10 @@ import click
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._labels import user_name
-from judge.cli._common import EXIT_UNREADABLE, FORMER_NAMES_UNTIL, RENAMED_ON, renamed_option
+from judge.cli._common import (
+    EXIT_UNREADABLE,
+    strict_interval_option,
+)
 from judge.cli._judge_options import judge_options, make_judge
 
 
@@ -44,15 +47,7 @@ from judge.cli._judge_options import judge_options, make_judge
     show_default=True,
     help="The record's threshold, as `judge calibrate --min-kappa`.",
 )
-@renamed_option(
-    "--strict-interval",
-    "strict",
-    was="--strict",
-    since=RENAMED_ON,
-    until=FORMER_NAMES_UNTIL,
-    is_flag=True,
-    help="As `judge calibrate --strict-interval`.",
-)
+@strict_interval_option("As `judge calibrate --strict-interval`.")
 @click.option(
     "--low-confidence",
     type=click.FloatRange(0, 1),
