@@ -146,7 +146,7 @@ def test_load_cases_warns_in_python() -> None:
     assert not strict and "/mesages" in str(strict.errors[0])
 
 
-FOUR_LINES = [
+FOUR_LINES: list[Any] = [
     {
         "id": "good",
         "tools": [MCP_TOOL],
