@@ -4,7 +4,6 @@ in silence. Model-free, so the check path can use it."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +58,8 @@ def nearest(key: str, known: Iterable[str]) -> str | None:
         found = [name for name in names if same(name) == same(key)]
         if found:
             return found[0]
+    import difflib  # only when a key is unknown: not on every start of `judge check`
+
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     return close[0] if close else None
 

@@ -84,6 +84,12 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         selection = True
         argument_values = passed = schema_valid is not False and not said
         scores = call_scores(int(not said and parsed[0] is not None), 1, 1)
+    elif expected is not None and not expected:
+        # no call expected: what `compare` and `verdicts` say, cut short
+        for index, call in enumerate(calls):
+            message = f"no tool call was expected, got {call.name!r}"
+            problems.append((index, (FailureKind.UNEXPECTED_CALL, "", message)))
+        selection = passed = not calls
     elif expected is not None:
         how = DEFAULT
         compared = compare([call.name for call in calls], parsed, expected, how, None)

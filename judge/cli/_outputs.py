@@ -15,11 +15,11 @@ from judge.cases._json import loads
 from judge.checks._summary import Summary
 from judge.cli._common import EXIT_BELOW_THRESHOLD, EXIT_UNREADABLE, print_summary, stack_options
 from judge.cli._jobs import STDIN
-from judge.cli._reporters import GithubReporter, JUnitWriter, Located, PrettyReporter, Reporter
 
 if TYPE_CHECKING:
     from judge._errors import CaseError
     from judge.cases._case import Case
+    from judge.cli._reporters import Reporter
 
 report_options = stack_options(
     click.option(
@@ -93,6 +93,15 @@ class RunReport:
         self.duplicates = 0
         self._warned: set[str] = set()  # `file:line` of the cases warned about
         self.reporters: list[Reporter] = []
+        if summary_format in ("pretty", "github") or junit is not None:
+            self._add_reporters(summary_format, junit, inputs, command)
+
+    def _add_reporters(
+        self, summary_format: str, junit: str | None, inputs: Iterable[str], command: str
+    ) -> None:
+        from judge.cli._reporters import GithubReporter, JUnitWriter, PrettyReporter
+
+        stream = self.stream
         if summary_format == "pretty":
             self.reporters.append(PrettyReporter(stream))
         elif summary_format == "github":
@@ -153,6 +162,10 @@ class RunReport:
                 self.add(source, number, loads(text))
 
     def add(self, source: str, line: int | None, result: dict[str, Any]) -> None:
+        if not self.reporters:
+            return
+        from judge.cli._reporters import Located
+
         item = Located(source=source, line=line, result=result)
         for reporter in self.reporters:
             reporter.add(item)
