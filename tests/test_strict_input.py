@@ -241,6 +241,7 @@ ASK = {
         pytest.param({"content": "Done! I booked it."}, None, None, True, [], id="claims-done"),
         pytest.param({"content": "For how many people?"}, [], None, True, [], id="asks"),
         pytest.param({"content": "  "}, None, False, False, ["EmptyReply"], id="says-nothing"),
+        pytest.param({"content": None, "refusal": "I can't"}, None, None, True, [], id="refuses"),
         pytest.param(
             [{"name": "book", "arguments": {}}], None, False, False, ["UnexpectedCall"], id="calls"
         ),

@@ -101,6 +101,8 @@ def _message(msg: dict[str, Any], ptr: str, texts: list[str], calls: list[ToolCa
             _item(part, f"{ptr}/content/{i}", texts, calls)
     elif content is not None:
         raise ShapeError(f"{ptr}/content", f"expected text or a list, got {json_kind(content)}")
+    elif isinstance(msg.get("refusal"), str):  # OpenAI's refusal: the text the model said
+        texts.append(msg["refusal"])
     tool_calls = msg.get("tool_calls")
     if tool_calls is None:
         return

@@ -165,6 +165,8 @@ def read_lean(raw: bytes) -> LeanCase | None:
     text = None
     if response is not None:
         text = response.content if isinstance(response.content, str) else ""
+        if response.content is None and isinstance(response.refusal, str):
+            text = response.refusal  # as `Case` reads it
         if response.choices is not UNSET or response.output is not UNSET:
             return None
         if response.role is UNSET and response.content is UNSET and response.tool_calls is UNSET:

@@ -8,6 +8,7 @@ parses a file, so a bad case becomes an `InvalidCase` result and never a refusal
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from judge.cases._case import Case
 from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._loading import Warn, iter_stream, parse_case
 
+_log = logging.getLogger("judge.service")
 NDJSON = "application/x-ndjson"
 NDJSON_TYPES = frozenset((NDJSON, "application/jsonl", "application/x-jsonlines"))
 _PARSE_OFF_LOOP = 256 * 1024  # bodies larger than this are decoded in a worker thread
@@ -65,7 +67,9 @@ class Batch:
 
 
 def _unheard(message: str) -> None:
-    """Where an NDJSON request's warnings go: its reply has no place for them."""
+    """Where an NDJSON request's warnings go: its reply has no place for them, so the
+    service's log."""
+    _log.warning("%s", message)
 
 
 def is_ndjson(request: Request) -> bool:
