@@ -3,7 +3,6 @@ and `--junit FILE`, read back by a real JUnit consumer."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +12,8 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from judge.cli import main
 from tests.chat_server import ChatServer
-from tests.helpers import call, case, invoke
-
-PASSING = case(
-    [call("get_weather", {"city": "Paris"})],
-    [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-) | {"id": "pass"}
-FAILING = case(
-    [call("get_weather", {"city": "Rome"})],
-    [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-) | {"id": "fail"}
-UNGRADED = case([call("get_weather", {"city": "Rome"})]) | {"id": "ungraded"}
-
-
-def write(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
-    return path
+from tests.helpers import invoke
+from tests.test_cli import FAILING, PASSING, UNGRADED, write
 
 
 def check(*args: str) -> Any:
