@@ -79,6 +79,7 @@ def test_the_workers_give_the_same_views(tmp_path: Path) -> None:
                        "--junit", str(report), "-j", jobs)  # fmt: skip
         shown.append((result.stdout, report.read_text()))
     assert shown[0] == shown[1]
+    assert shown[0][0].count("::error") == 6 and shown[0][1].count("<failure") == 6
 
 
 def test_grade_names_the_failed_cases_too(server: ChatServer, tmp_path: Path) -> None:

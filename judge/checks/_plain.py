@@ -86,9 +86,7 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         scores = call_scores(int(not said and parsed[0] is not None), 1, 1)
     elif expected is not None and not expected:
         # no call expected: what `compare` and `verdicts` say, cut short
-        for index, call in enumerate(calls):
-            message = f"no tool call was expected, got {call.name!r}"
-            problems.append((index, (FailureKind.UNEXPECTED_CALL, "", message)))
+        problems.extend(unexpected_call(i, call.name, False) for i, call in enumerate(calls))
         selection = passed = not calls
     elif expected is not None:
         how = DEFAULT
@@ -129,6 +127,16 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
 NO_CALL_BEHAVIORS = ("ask", "no_call")
 """Expected behaviours whose right reply makes no call."""
 _STRUCTURAL = (FailureKind.INVALID_JSON, FailureKind.UNKNOWN_NAME, FailureKind.SCHEMA_MISMATCH)
+
+
+def unexpected_call(index: int, name: str, any_expected: bool) -> tuple[int, Problem]:
+    """The `UnexpectedCall` failure of call `index`, to `name`."""
+    message = (
+        f"call to {name!r} was not expected"
+        if any_expected
+        else f"no tool call was expected, got {name!r}"
+    )
+    return index, (FailureKind.UNEXPECTED_CALL, "", message)
 
 
 def broken(problems: list[tuple[int | None, Problem]]) -> bool:
@@ -276,13 +284,7 @@ def compare(
             problems.append(
                 (None, (FailureKind.MISSING_CALL, f"/expected_calls/{exp_index}", message))
             )
-        for call_index in extra:
-            message = (
-                f"call to {names[call_index]!r} was not expected"
-                if expected
-                else f"no tool call was expected, got {names[call_index]!r}"
-            )
-            problems.append((call_index, (FailureKind.UNEXPECTED_CALL, "", message)))
+        problems.extend(unexpected_call(i, names[i], bool(expected)) for i in extra)
     matched = [(c, e) for c, e, _ in pairs]
     late = out_of_order(matched) if mode == "strict" else []
     if late:

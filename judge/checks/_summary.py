@@ -222,13 +222,6 @@ class Summary:
         graded = self.passed + self.failed + self.invalid_cases
         return self.passed / graded if graded else None
 
-    def gate_rate(self, strict: bool = False) -> float | None:
-        """What `--fail-under` compares: the pass rate, or with `strict` passed over every
-        case (a case nothing could grade counting as failed too)."""
-        if not strict:
-            return self.pass_rate
-        return self.passed / self.cases if self.cases else None
-
     @property
     def mean_f1(self) -> float | None:
         """The mean `call_scores.f1` of the results that have one (partial credit)."""

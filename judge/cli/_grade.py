@@ -201,18 +201,11 @@ def grade_command(
 
 
 def _fail_under(summary: Summary, fail_under: float | None, strict: bool = False) -> None:
-    """Exit 1 when the judge's pass rate is under `--fail-under`: what it passed over what it
-    decided and the unreadable cases (with `strict`, over every case)."""
+    """Exit 1 when the judge's pass rate is under `--fail-under`."""
     verdicts = summary.verdicts or JudgeSummary()
-    decided = verdicts.passed + verdicts.failed + summary.invalid_cases
-    counted = summary.cases if strict else decided
-    rate = verdicts.passed / counted if counted else None
-    undecided = summary.cases - decided
-    gate("grade", rate, fail_under,
-         f"{verdicts.passed} passed of {summary.cases} cases: {verdicts.failed} failed, "
-         f"{summary.invalid_cases} unreadable (counted as failed), {undecided} the judge did "
-         f"not decide" + (" (counted as failed: --strict)" if strict else ""),
-         "judge pass rate")  # fmt: skip
+    counts = (verdicts.passed, verdicts.failed, summary.invalid_cases, summary.cases)
+    gate("grade", counts, fail_under, strict, what="judge pass rate",
+         undecided="the judge did not decide")  # fmt: skip
 
 
 class _Numbered:

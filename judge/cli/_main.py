@@ -34,7 +34,7 @@ from judge.cli._common import (
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
-from judge.cli._outputs import RunReport, counted, gate, refuse_on_ray, report_options
+from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
@@ -48,8 +48,8 @@ _LAZY_COMMANDS = {
     "labels": "judge.cli._data",
     "local": "judge.cli._data",
     "run": "judge.cli._run",
-    "compare": "judge.cli._run",
-    "regrade": "judge.cli._run",
+    "compare": "judge.cli._runs",
+    "regrade": "judge.cli._runs",
     "serve": "judge.cli._service",
     "schema": "judge.cli._service",
     "import": "judge.cli._import",
@@ -183,8 +183,8 @@ def check_command(
         sys.exit(EXIT_UNREADABLE)
 
     report.finish(summary)
-    rate = summary.gate_rate(strict_input)
-    gate("check", rate, fail_under, counted(summary, strict_input))
+    counts = (summary.passed, summary.failed, summary.invalid_cases, summary.cases)
+    gate("check", counts, fail_under, strict_input)
 
 
 def _check_locally(

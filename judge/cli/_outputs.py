@@ -91,7 +91,8 @@ class RunReport:
         self._ids: dict[str, dict[str, int | None]] = {}  # source -> id -> its first line
         self._lines: dict[str, deque[int]] = {}  # case id -> the lines `read` gave it on
         self.duplicates = 0
-        self._warned: set[str] = set()  # `file:line` of the cases warned about
+        self.unknown = 0
+        """Cases `read` gave that hold a key the format does not know."""
         self.reporters: list[Reporter] = []
         if summary_format in ("pretty", "github") or junit is not None:
             self._add_reporters(summary_format, junit, inputs, command)
@@ -130,12 +131,13 @@ class RunReport:
         from judge.cases._loading import fallback_id, iter_numbered
 
         source = STDIN if path == "-" else path
+        said: list[str] = []  # what the case being read holds that the format does not know
 
-        def warn(message: str) -> None:
-            self._warned.add(message.split(" case ", 1)[0])  # `file:line`: cases, not keys
-            self.warn(message)
-
-        for number, item in iter_numbered(path, strict=self.strict, warn=warn):
+        for number, item in iter_numbered(path, strict=self.strict, warn=said.append):
+            self.unknown += bool(said)
+            for message in said:
+                self.warn(message)
+            said.clear()
             if isinstance(item, Case):
                 case_id = item.id
             else:
@@ -173,7 +175,7 @@ class RunReport:
     def finish(self, summary: Summary) -> None:
         """Close the failure views and print the summary (counting the duplicates)."""
         summary.duplicate_ids += self.duplicates
-        summary.unknown_fields += len(self._warned)
+        summary.unknown_fields += self.unknown
         for reporter in self.reporters:
             reporter.close()
         shown = "json" if self.summary_format == "json" else "table"
@@ -186,29 +188,30 @@ def _where(source: str, line: int | None) -> str:
 
 def gate(
     command: str,
-    rate: float | None,
+    counts: tuple[int, int, int, int],
     fail_under: float | None,
-    counted: str,
+    strict: bool,
+    *,
     what: str = "pass rate",
+    undecided: str = "not gradable",
 ) -> None:
-    """With `--fail-under`: say on standard error what `rate` (`what`) counted, and exit 1
-    when it is under the bound."""
+    """With `--fail-under`: the rate of `counts` (passed, failed, unreadable, cases), said on
+    standard error with what it counted; exit 1 when it is under the bound. Unreadable cases
+    count as failed; with `strict`, so do the cases nothing decided (passed over cases)."""
     if fail_under is None:
         return
+    passed, failed, unreadable, cases = counts
+    decided = passed + failed + unreadable
+    over = cases if strict else decided
+    rate = passed / over if over else None
     shown = "no gradable case" if rate is None else f"{what} {rate:.1%}"
     below = rate is None or rate < fail_under
-    verdict = "is under" if below else "meets"
-    click.echo(f"judge {command}: {shown} {verdict} --fail-under {fail_under:.1%} ({counted})",
-               err=True)  # fmt: skip
+    click.echo(
+        f"judge {command}: {shown} {'is under' if below else 'meets'} --fail-under "
+        f"{fail_under:.1%} ({passed} passed of {cases} cases: {failed} failed, {unreadable} "
+        f"unreadable (counted as failed), {cases - decided} {undecided}"
+        + (" (counted as failed: --strict))" if strict else ")"),
+        err=True,
+    )
     if below:
         sys.exit(EXIT_BELOW_THRESHOLD)
-
-
-def counted(summary: Summary, strict: bool) -> str:
-    """What the checks' gate counted: `1 passed of 4 cases: 1 failed, 1 unreadable ...`."""
-    undecided = summary.not_gradable - summary.invalid_cases
-    return (
-        f"{summary.passed} passed of {summary.cases} cases: {summary.failed} failed, "
-        f"{summary.invalid_cases} unreadable (counted as failed), {undecided} not gradable"
-        + (" (counted as failed: --strict)" if strict else "")
-    )
