@@ -33,6 +33,7 @@ MODULES = (
     "judge.checks._values",
     "judge.checks._arguments",
     "judge.checks._structure",
+    "judge.checks._no_reference",
     "judge.checks._plain",
     "judge.checks._summary",
 )

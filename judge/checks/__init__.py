@@ -7,6 +7,7 @@
 - `_env`: final state, by replaying the calls into an environment;
 - `_grounding`: argument values that appear nowhere in the conversation;
 - `_kinds`: the failure taxonomy (`FailureKind`);
+- `_no_reference`: what decides a case without a reference (broken calls, `ask` / `no_call`);
 - `_plain`: the comparison core, free of the models: structure, pairing, verdicts, and
   `check_plain`, `judge check`'s path for lean cases;
 - `_check`: all of the above for one case, or a stream of cases;

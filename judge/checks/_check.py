@@ -21,16 +21,14 @@ from judge.checks._env import (
     replay,
 )
 from judge.checks._kinds import FailureKind
+from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply
 from judge.checks._plain import (
     DEFAULT,
-    NO_CALL_BEHAVIORS,
     Settings,
-    broken,
     call_scores,
     compare,
     in_call_order,
     structure,
-    undecided_reply,
     verdicts,
 )
 from judge.checks._result import CallScores, CaseResult, CheckResults, Failure
