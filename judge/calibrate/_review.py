@@ -389,9 +389,7 @@ class Review:
             sample=self.sample,
             results_path=self.results_path or "",
             disagreements_path=f"{stem}.disagreements.jsonl",
-            defaults={r.dimension: r.combine for r in judge.rubrics.all if r.scored}
-            if judge is not None
-            else None,
+            defaults=judge.decision_defaults() if judge is not None else None,
         )
 
     def _bound_judge(self, cases: list[Case], results: list[CaseResult]) -> Judge:

@@ -13,7 +13,7 @@ SelectionLabel = Literal["correct", "incorrect", "uncertain"]
 ArgumentLabel = Literal["correct", "incorrect", "not_applicable", "uncertain"]
 Leaning = Literal["correct", "incorrect"]
 JudgeStatus = Literal["ok", "judge_error", "skipped"]
-ConfidenceSource = Literal["logprobs", "samples", "none"]
+ConfidenceSource = Literal["logprobs", "samples", "probe", "none"]
 
 SelectionCategory = Literal[
     "right_call",
@@ -195,6 +195,9 @@ class Provenance(BaseModel):
     logprobs: int | None = None
     """How many alternatives of each token were asked for, to read confidence from (None:
     not asked, or the endpoint refused them)."""
+    probe: str | None = None
+    """The sha256 of the probe file the embedded judge decided with (None: the rubrics'
+    weights decided)."""
     batch: str | None = None
     """The provider batches whose replies gave this case's verdicts (`judge grade --batch`),
     comma-separated. Where a reply came from changes no verdict: never in a cache key or a

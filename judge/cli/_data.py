@@ -132,7 +132,7 @@ def calibrate_command(
         sample=sample,
         results_path=results,
         disagreements_path=disagreements,
-        defaults={r.dimension: r.combine for r in judge.rubrics.all if r.scored},
+        defaults=judge.decision_defaults(),
         coverage=coverage,
     )
     if probed:
@@ -398,6 +398,7 @@ def local_status(start: bool) -> None:
             click.echo(f"judge local status: {exc}", err=True)
     for key, value in _local.status().items():
         click.echo(f"{key}: {value}")
+    click.echo(f"probe: {probe_status()}")
     if start:
         _local.stop_local_server()
 
@@ -427,6 +428,10 @@ def local_build(force: bool) -> None:
         click.echo(f"judge local build: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
 
+
+from judge.cli._train import probe_status, train_command  # noqa: E402
+
+local_group.add_command(train_command)
 
 COMMANDS = (
     calibrate_command,

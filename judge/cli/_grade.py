@@ -145,7 +145,8 @@ def grade_command(
         reader = TraceReader(from_format, "grade")
         sources = [reader.cases((path,)) for path in cases]  # read as they are graded
     output = None if output == "-" else output
-    if output is not None and any(same_file(path, output) for path in cases):
+    inputs = [*cases, *(p for p in (judge_options.get("probe"), calibration) if p)]
+    if output is not None and any(same_file(path, output) for path in inputs):
         click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)
         sys.exit(EXIT_UNREADABLE)
     judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)

@@ -100,6 +100,18 @@ judge_options = stack_options(
         is_flag=True,
         help="Ask the judge about calls that already failed structurally too.",
     ),
+    click.option(
+        "--probe",
+        type=click.Path(dir_okay=False),
+        help="A probe from `judge local train`: the embedded judge decides with it, on its "
+        "hidden state (default: the probe shipped with the judge, where one ships: `judge "
+        "local status` says).",
+    ),
+    click.option(
+        "--no-probe",
+        is_flag=True,
+        help="The embedded judge decides by its rubrics' weights, without a probe.",
+    ),
 )
 
 
@@ -160,6 +172,10 @@ def judge_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     options.pop("escalate_base_url", None)
     no_cache = options.pop("no_cache")
     logprobs = not options.pop("no_logprobs", False)
+    probe, no_probe = options.pop("probe", None), options.pop("no_probe", False)
+    if probe and no_probe:
+        raise click.BadParameter("--probe and --no-probe exclude each other")
+    options["probe"] = None if no_probe else (probe or "default")
     return {"extra_body": extra_body, "cache": not no_cache, "logprobs": logprobs, **options}
 
 
@@ -167,7 +183,9 @@ def make_judge(options: dict[str, Any]) -> Judge:
     escalate = options.get("escalate_model"), options.get("escalate_base_url")
     kwargs = judge_kwargs(options)
     no_cache, logprobs = not kwargs["cache"], kwargs["logprobs"]
-    options = {k: v for k, v in kwargs.items() if k not in ("extra_body", "cache", "logprobs")}
+    options = {
+        k: v for k, v in kwargs.items() if k not in ("extra_body", "cache", "logprobs", "probe")
+    }
     from judge.endpoints._endpoint import provider_of
     from judge.judging._grade import Judge  # the OpenAI SDK: only for commands that judge
 

@@ -146,6 +146,12 @@ def stop_local_server() -> None:
             _running = None
 
 
+def local_root() -> str:
+    """The embedded server's root URL (its native endpoints: /embedding, /apply-template),
+    started on first use."""
+    return local_endpoint().base_url.removesuffix("/v1")
+
+
 def is_running() -> bool:
     return _running is not None
 
@@ -168,6 +174,11 @@ def _start(path: Path) -> _Running:
     params.cache_prompt = True  # reuse the shared prefix (rubric, tools) across requests
     params.n_predict = MAX_REPLY_TOKENS
     params.verbosity = _VERBOSITY
+    # The hidden state where the judge answers, for the probe (judging/_hidden.py): the
+    # native /embedding endpoint gives the last token's final-layer vector. Chat completions
+    # with logprobs are served by the same server.
+    params.embedding = True
+    params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST
     server = xlc.Server(params)
     return _Running(server=server, url=server.listening_address.rstrip("/") + "/v1")
 

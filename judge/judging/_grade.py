@@ -60,9 +60,16 @@ from judge.judging._decide import (
     taken_action,
 )
 from judge.judging._parallel import in_parallel
+from judge.judging._probing import (
+    ProbeChoice,
+    ProbeReader,
+    check_rubrics,
+    decision_defaults,
+    resolve_probe,
+)
 from judge.judging._questions import Question, Questions, parser, questions_for
 from judge.judging._replies import ACTIONS
-from judge.judging._rubric import Rubric, RubricSet, load_rubrics
+from judge.judging._rubric import Combine, Rubric, RubricSet, load_rubrics
 from judge.judging._scored import (
     ANSWER_LOGPROBS,
     Ask,
@@ -128,6 +135,7 @@ class Judge:
         abstain_below: float | dict[str, float] | None = None,
         escalation: Judge | None = None,
         answers: bool = False,
+        probe: ProbeChoice = "default",
     ) -> None:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
@@ -177,8 +185,20 @@ class Judge:
         """A second judge that answers again the verdicts this one abstained from."""
         self._fits: dict[str, Fit] = {}
         self._platt: dict[str, tuple[float, float]] = {}
+        self.probe = resolve_probe(
+            probe, embedded=self._endpoint is None, own_rubrics=rubrics is None
+        )
+        """The probe that decides the scored verdicts (None: the rubrics' weights decide)."""
+        if self.probe is not None:
+            check_rubrics(self.probe, self.rubrics)
+        self._probing = ProbeReader(self.probe, self._cache) if self.probe else None
 
     # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def verdict_cache(self) -> VerdictCache | None:
+        """The cache of answers and verdicts (None: `cache=False`)."""
+        return self._cache
 
     @property
     def endpoint(self) -> Endpoint | None:
@@ -217,6 +237,7 @@ class Judge:
                 extra=self.extra_body,
                 rubrics=self._rubric_refs(),
                 logprobs=top,
+                probe=self.probe.ref if self.probe is not None else None,
             )
         return self._provenance[mode, top]
 
@@ -295,6 +316,8 @@ class Judge:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._probing is not None:
+            await self._probing.aclose()
         if self.escalation is not None:
             await self.escalation.aclose()
         if self._client is not None:
@@ -441,10 +464,18 @@ class Judge:
     async def _answered(self, questions: list[Question], tally: Counter[str]) -> Answered:
         """The verdicts the judge gives to these questions (the first error, if any)."""
         found = Answered()
+        hidden = None
+        if self._probing is not None:  # asked first: the answer tokens reuse its prompt
+            try:
+                hidden, asked = await self._probing.hidden(questions)
+            except JudgeError as exc:
+                found.error = ReplyError(str(exc), None)
+                return found
+            tally.update(requests=int(asked))
         for question in questions:
             if question.rubric.scored:  # one greedy token per question: samples cannot differ
                 try:
-                    scored = await self._ask_scored(question, tally)
+                    scored = await self._ask_scored(question, tally, hidden)
                 except ReplyError as exc:
                     found.error = found.error or exc
                     continue
@@ -560,7 +591,9 @@ class Judge:
         # rubric on, or editing another dimension's rubric, keeps this question's answers.
         return cache_key(
             {
-                "judge": _judge_fields(self.provenance(mode, logprobs), exclude={"rubrics"}),
+                "judge": _judge_fields(
+                    self.provenance(mode, logprobs), exclude={"rubrics", "probe"}
+                ),
                 "rubric": question.rubric.ref.model_dump(mode="json"),
                 "messages": question.messages,
                 "schema": question.schema,
@@ -569,23 +602,39 @@ class Judge:
         )
 
     async def _ask_scored(
-        self, question: Question, tally: Counter[str]
+        self, question: Question, tally: Counter[str], hidden: Any = None
     ) -> SelectionVerdict | AnswerVerdict | list[ArgumentVerdict]:
-        """A scored rubric's verdicts: each of its questions answered with one token."""
+        """A scored rubric's verdicts: each of its questions answered with one token, decided
+        by the probe on the case's hidden state where the judge has one."""
         rubric = question.rubric
         found: dict[int | None, dict[str, float]] = {}
         for ask in asks(rubric, question.messages, question.calls):
             found.setdefault(ask.call, {})[ask.id] = await self._answer(rubric, ask, tally)
         fit = self._fits.get(question.dimension)
         counts = dict(question.counts)
-        if question.dimension == "answer":
-            return answer_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
-        if question.dimension == "selection":
-            return selection_verdict(rubric, found.get(None, {}), bool(question.calls), fit, counts)
-        return [
-            argument_verdict(rubric, call, found.get(call, {}), dict(evidence), fit)
-            for call, evidence in zip(question.calls, question.call_counts, strict=True)
-        ]
+        branch = "called" if question.calls else "not_called"
+
+        def probed(features: dict[str, float]) -> float | None:
+            if self._probing is None:
+                return None
+            return self._probing.probability(question.dimension, branch, hidden, features)
+
+        if question.dimension in ("answer", "selection"):
+            answers = found.get(None, {})
+            p = probed({**answers, **counts})
+            decide = answer_verdict if question.dimension == "answer" else selection_verdict
+            return decide(rubric, answers, bool(question.calls), fit, counts, p)
+        verdicts = []
+        for call, evidence in zip(question.calls, question.call_counts, strict=True):
+            answers, counted = found.get(call, {}), dict(evidence)
+            p = probed({**answers, **counted})
+            verdicts.append(argument_verdict(rubric, call, answers, counted, fit, p))
+        return verdicts
+
+    def decision_defaults(self) -> dict[str, dict[str, Combine]]:
+        """Per scored dimension, what a calibration refits from, per branch: the probe's
+        P(correct) where it decides, else the rubric's combination."""
+        return decision_defaults(self.rubrics, self._probing)
 
     async def is_answered(self, rubric: Rubric, ask: Ask) -> bool:
         """Whether a scored rubric's question would be answered from the cache."""
@@ -600,7 +649,7 @@ class Judge:
             {
                 "judge": _judge_fields(
                     self.provenance(),
-                    exclude={"rubrics", "response_format", "temperature", "logprobs"},
+                    exclude={"rubrics", "response_format", "temperature", "logprobs", "probe"},
                 ),
                 "messages": ask.messages,
                 "answers": list(rubric.answers),
@@ -869,10 +918,12 @@ def grade(cases: Any, **options: Any) -> CheckResults:
 
 def _judge_fields(provenance: Provenance, exclude: set[str] | None = None) -> dict[str, Any]:
     """The provenance as a key or a fingerprint holds it: without `logprobs` when they are not
-    asked, so the keys of a judge that never asks them are those it always had."""
+    asked, nor `probe` when none decides, so the keys and fingerprints of a judge without
+    them are those it always had."""
     found = provenance.model_dump(mode="json", exclude={"batch", *(exclude or ())})
-    if found.get("logprobs") is None:
-        found.pop("logprobs", None)
+    for name in ("logprobs", "probe"):
+        if found.get(name) is None:
+            found.pop(name, None)
     return found
 
 

@@ -23,6 +23,9 @@ from judge.judging._rubric import CODE_FEATURES, Combine, Rubric
 ANSWER_LOGPROBS = 20
 """Alternatives asked for the answer token (the answer words are looked for among them)."""
 _CLIP = 1e-4
+PROBE_FEATURE = "probe"
+"""The feature a probe's P(correct) is kept under in a verdict's `features` (a probability,
+read as log-odds), which a calibration refits on top of."""
 
 
 @dataclass(frozen=True)
@@ -86,13 +89,6 @@ class Fit:
     threshold: float
 
 
-def _decision(rubric: Rubric, branch: str, fitted: Fit | None) -> tuple[Combine, float]:
-    if fitted is not None and branch in fitted.combine:
-        return fitted.combine[branch], fitted.threshold
-    combine = rubric.combine[branch]
-    return combine, combine.threshold
-
-
 _COUNTS_SAID = {
     "ungrounded": "{:g} value(s) found nowhere in the conversation",
     "unused": "{:g} value(s) of the user's in no call",
@@ -110,7 +106,12 @@ _SAID_AT_ZERO = frozenset(("best_fit",))  # no tool fitting the request is evide
 
 
 def _described(
-    rubric: Rubric, answers: dict[str, float], counts: dict[str, float], p: float, threshold: float
+    rubric: Rubric,
+    answers: dict[str, float],
+    counts: dict[str, float],
+    p: float,
+    threshold: float,
+    probe: float | None = None,
 ) -> str:
     first, second = rubric.answers[0], rubric.answers[1]
     said = [
@@ -122,6 +123,8 @@ def _described(
         for name, value in counts.items()
         if name in _COUNTS_SAID and (value or name in _SAID_AT_ZERO)
     ]
+    if probe is not None:
+        said.append(f"probe on the hidden state: P(correct) {probe:.2f}")
     return "; ".join(said) + f". P(correct) = {p:.2f} (threshold {threshold:g})."
 
 
@@ -141,16 +144,29 @@ def _score(
     answers: dict[str, float],
     counts: dict[str, float],
     fitted: Fit | None,
+    probe: float | None = None,
 ) -> _Scored:
-    combine, threshold = _decision(rubric, branch, fitted)
-    p = probability(combine, {**answers, **counts})
+    """The decision: a calibration's refit where there is one for the branch (over the
+    probe's P(correct) too, when a probe decided), else the probe's P(correct) at 0.5, else
+    the rubric's own combination."""
+    features = {**answers, **counts}
+    if probe is not None:
+        features[PROBE_FEATURE] = probe
+    if fitted is not None and branch in fitted.combine:
+        combine, threshold = fitted.combine[branch], fitted.threshold
+        p = probability(combine, features)
+    elif probe is not None:
+        p, threshold = probe, 0.5
+    else:
+        combine = rubric.combine[branch]
+        p, threshold = probability(combine, features), combine.threshold
     correct = p >= threshold
     common = {
-        "reasoning": _described(rubric, answers, counts, p, threshold),
+        "reasoning": _described(rubric, answers, counts, p, threshold, probe),
         "verdict": "correct" if correct else "incorrect",
         "confidence": p if correct else 1 - p,
-        "confidence_source": "logprobs",
-        "features": {**answers, **counts},
+        "confidence_source": "logprobs" if probe is None else "probe",
+        "features": features,
     }
     return _Scored(correct, common)
 
@@ -161,11 +177,13 @@ def selection_verdict(
     called: bool,
     fitted: Fit | None = None,
     counts: dict[str, float] | None = None,
+    probe: float | None = None,
 ) -> SelectionVerdict:
     """The selection verdict of a scored rubric (with the weights and threshold a calibration
     fitted, when given). The category comes from the answers to the questions `needs_call`,
     `should_ask` and `asks`, where the rubric has them."""
-    scored = _score(rubric, "called" if called else "not_called", answers, counts or {}, fitted)
+    branch = "called" if called else "not_called"
+    scored = _score(rubric, branch, answers, counts or {}, fitted, probe)
     correct = scored.correct
     category: SelectionCategory
     asked = answers.get("asks", 0.0) >= 0.5
@@ -191,11 +209,13 @@ def answer_verdict(
     used_tools: bool,
     fitted: Fit | None = None,
     counts: dict[str, float] | None = None,
+    probe: float | None = None,
 ) -> AnswerVerdict:
     """The answer verdict of a scored rubric. An incorrect one's category comes from the
     evidence: numbers nothing supports (or `supported` answered no), then `claims_action`."""
     counts = counts or {}
-    scored = _score(rubric, "called" if used_tools else "not_called", answers, counts, fitted)
+    branch = "called" if used_tools else "not_called"
+    scored = _score(rubric, branch, answers, counts, fitted, probe)
     category: AnswerCategory = "answered"  # the questions cannot tell a right ask or refusal
     if not scored.correct:
         if counts.get("unsupported") or answers.get("supported", 1.0) < 0.5:
@@ -213,10 +233,11 @@ def argument_verdict(
     answers: dict[str, float],
     counts: dict[str, float],
     fitted: Fit | None = None,
+    probe: float | None = None,
 ) -> ArgumentVerdict:
     """One call's argument verdict of a scored rubric. Problems come from the answers to
     `made_up` and `missing`, and from the counts (`CODE_FEATURES`)."""
-    scored = _score(rubric, "called", answers, counts, fitted)
+    scored = _score(rubric, "called", answers, counts, fitted, probe)
     problems: list[ArgumentProblem] = []
     if not scored.correct:
         if counts.get("ungrounded") or answers.get("made_up", 0.0) >= 0.5:
