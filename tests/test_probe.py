@@ -434,3 +434,14 @@ def test_a_refused_hidden_state_is_a_judge_error_for_that_case(
     for result in results:  # each case says why; the run goes on
         assert result.judge.status == "judge_error"
         assert "/embedding answered 501" in result.judge.error
+
+
+def test_a_dry_run_counts_the_hidden_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.judging._plan import plan
+
+    judge = _probed_judge(tmp_path, monkeypatch, "http://127.0.0.1:9/v1", "http://127.0.0.1:9")
+    chatty = WEATHER_CASE | {"id": "t", "response": {"content": "Sunny, I think."}}
+    found = asyncio.run(plan(judge, [WEATHER_CASE, chatty]))
+    # one hidden state for the case with calls (the probe's only head); none for the other
+    assert found.by_dimension["hidden_state"] == 1
+    assert found.requests == 1 + 2 + 2  # the state, right_tool and match; two questions

@@ -57,8 +57,8 @@ def train_command(
 ) -> None:
     """Fit a probe on the hand labels of LABELLED files (each file one source): per dimension
     and branch, a regularised logistic regression on the embedded judge's hidden state with
-    its answers and counts. Prints each source's kappa when fitted on the others only (5-fold
-    cross-validated where a dimension has one source), against the rubric's own weights; a
+    its answers and counts. Prints each source's kappa when fitted on the others only
+    (cross-validated where a dimension has one source), against the rubric's own weights; a
     dimension whose probe does not beat them is left out of the file. Use it with
     `judge grade --probe FILE`."""
     from judge.calibrate._probe_data import Source, collect, file_sha256

@@ -196,6 +196,11 @@ class Judge:
     # -- identity ---------------------------------------------------------------------------
 
     @property
+    def probe_reader(self) -> ProbeReader | None:
+        """How this judge reads hidden states for its probe (None: no probe)."""
+        return self._probing
+
+    @property
     def verdict_cache(self) -> VerdictCache | None:
         """The cache of answers and verdicts (None: `cache=False`)."""
         return self._cache

@@ -45,6 +45,14 @@ async def plan(judge: Judge, *sources: Any) -> Plan:
         except (TemplateError, ShapeError):  # grading gives this case `judge_error`
             found.unrenderable += 1
             continue
+        hidden = judge.probe_reader.needed(questions) if judge.probe_reader else None
+        if hidden is not None:  # the probe's hidden state, one a case
+            if await judge.probe_reader.is_cached(hidden):  # type: ignore[union-attr]
+                found.cached += 1
+            else:
+                found.requests += 1
+                found.by_dimension["hidden_state"] += 1
+                found.prompt_tokens += sum(len(m["content"]) for m in hidden.messages) // 4
         for question in questions:
             if question.rubric.scored:  # one request per question asked (per call), no samples
                 for ask in asks(question.rubric, question.messages, question.calls):

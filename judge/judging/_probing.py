@@ -86,18 +86,28 @@ class ProbeReader:
             self._states = HiddenStates(local_root, MODEL_SHA256, self._cache)
         return self._states
 
-    async def hidden(self, questions: list[Question]) -> tuple[np.ndarray | None, bool]:
-        """The case's hidden state (None when no head of the probe judges any of its
-        questions), and whether the server was asked for it."""
-        needed = {
+    def needed(self, questions: list[Question]) -> Ask | None:
+        """The prompt whose hidden state the case needs (None when no head of the probe
+        judges any of its questions)."""
+        wanted = {
             (q.dimension, "called" if q.calls else "not_called")
             for q in questions
             if q.rubric.scored
         }
-        ask = probe_ask(questions)
-        if ask is None or not needed & set(self.probe.heads):
+        if not wanted & set(self.probe.heads):
+            return None
+        return probe_ask(questions)
+
+    async def hidden(self, questions: list[Question]) -> tuple[np.ndarray | None, bool]:
+        """The case's hidden state (None when none is needed), and whether the server was
+        asked for it."""
+        ask = self.needed(questions)
+        if ask is None:
             return None, False
         return await self.states().fetch(ask.messages)
+
+    async def is_cached(self, ask: Ask) -> bool:
+        return await self.states().cached(ask.messages) is not None
 
     def probability(
         self,
