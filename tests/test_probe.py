@@ -341,7 +341,7 @@ def test_the_probe_is_part_of_the_judges_fingerprint(tmp_path: Path) -> None:
     plain = Judge(model="local", cache=False, probe=None)
     assert probed.probe is not None
     assert probed.fingerprint()["probe"] == probed.probe.sha256
-    assert "probe" not in plain.fingerprint() or plain.fingerprint()["probe"] is None
+    assert "probe" not in plain.fingerprint()  # a judge without one keeps its fingerprint
     assert probed.fingerprint() != plain.fingerprint()
     # what a calibration refits from: the probe's log-odds where it has a head
     defaults = probed.decision_defaults()["selection"]

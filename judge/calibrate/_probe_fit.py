@@ -43,9 +43,12 @@ class Matrix:
     groups: tuple[str, ...]
 
 
-def matrix(units: Sequence[Unit], names: tuple[str, ...] | None = None) -> Matrix | None:
-    """The trainable rows of these units (all of one dimension and branch)."""
-    rows = [(u, r) for u in units if u.hidden is not None for r in u.rows if r.trainable]
+def matrix(
+    units: Sequence[Unit], names: tuple[str, ...] | None = None, *, scoring: bool = False
+) -> Matrix | None:
+    """The trainable rows of these units (all of one dimension and branch); with `scoring`,
+    every row (which rows train matters to fitting only)."""
+    rows = [(u, r) for u in units if u.hidden is not None for r in u.rows if r.trainable or scoring]
     if not rows:
         return None
     if names is None:

@@ -66,20 +66,10 @@ def _knn(train: Sequence[Unit], test: Sequence[Unit]) -> dict[int, list[float]]:
             for i, unit in enumerate(test):
                 if (unit.dimension, unit.branch) != (dimension, branch) or unit.derived:
                     continue
-                rows = matrix([_all_rows(unit)], m.names)
+                rows = matrix([unit], m.names, scoring=True)
                 if rows is not None:
                     found[i] = list(knn_scores(m, rows))
     return found
-
-
-def _all_rows(unit: Unit) -> Unit:
-    """The unit with every row usable for scoring (trainable only matters to fitting)."""
-    from dataclasses import replace
-
-    from judge.calibrate._probe_data import Row
-
-    rows = [Row(r.features, r.label, True) for r in unit.rows]
-    return replace(unit, rows=rows)
 
 
 def score(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -78,8 +77,6 @@ class HiddenStates:
         self.model_sha256 = model_sha256
         self._cache = cache
         self._http = httpx.AsyncClient(timeout=timeout)
-        self.asked = 0
-        """Vectors computed by the server (not served from the cache)."""
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -111,7 +108,6 @@ class HiddenStates:
             raise HiddenStateError(f"the server's /apply-template reply has no prompt: {prompt}")
         reply = await self._post("/embedding", {"content": prompt["prompt"], "embd_normalize": -1})
         vector = read_embedding(reply)
-        self.asked += 1
         if self._cache is not None:
             await self._cache.put(hidden_key(self.model_sha256, messages), {"h": encode(vector)})
         return vector, True
@@ -132,7 +128,3 @@ class HiddenStates:
             return response.json()
         except ValueError:
             raise HiddenStateError(f"{path} answered with no JSON: {response.text[:200]}") from None
-
-
-def norm(vector: np.ndarray) -> float:
-    return math.sqrt(float(np.dot(vector, vector)))
