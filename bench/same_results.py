@@ -18,6 +18,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,19 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     ]
 
 
+@contextmanager
+def worktree(rev: str) -> Iterator[Path]:
+    """The repository at `rev`, in a temporary `git worktree` removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="judge-base-") as tmp:
+        base = Path(tmp) / "base"
+        git = ["git", "-C", str(REPO), "worktree"]
+        subprocess.run([*git, "add", "-q", "--detach", str(base), rev], check=True)
+        try:
+            yield base
+        finally:
+            subprocess.run([*git, "remove", "--force", str(base)], check=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
@@ -57,36 +72,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = args.files or [*sorted(DATASETS.glob("*.jsonl")), REPO / "examples" / "cases.jsonl"]
     changed = 0
-    with tempfile.TemporaryDirectory(prefix="judge-same-") as tmp_name:
-        tmp = Path(tmp_name)
-        base = tmp / "base"
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(base), args.base],
-            check=True,
-        )
-        try:
-            for cases in files:
-                old = results(base, cases.resolve(), tmp / "old.jsonl")
-                new = results(REPO, cases.resolve(), tmp / "new.jsonl")
-                if len(old) != len(new):
-                    print(f"{cases}: {len(old)} results at {args.base}, {len(new)} now")
-                    changed += 1
-                    continue
-                found = [
-                    (o["id"], d) for o, n in zip(old, new, strict=True) if (d := differences(o, n))
-                ]
-                changed += len(found)
-                reworded = sum(o != n for o, n in zip(old, new, strict=True)) - len(found)
-                print(
-                    f"{cases.name}: {len(new)} cases, {len(found)} differ "
-                    f"({reworded} more differ only in a message's wording)"
-                )
-                for case_id, diff in found[:SHOWN]:
-                    print(f"  {case_id}: " + "; ".join(diff))
-        finally:
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False
+    with worktree(args.base) as base, tempfile.TemporaryDirectory(prefix="judge-same-") as tmp:
+        for cases in files:
+            old = results(base, cases.resolve(), Path(tmp) / "old.jsonl")
+            new = results(REPO, cases.resolve(), Path(tmp) / "new.jsonl")
+            if len(old) != len(new):
+                print(f"{cases}: {len(old)} results at {args.base}, {len(new)} now")
+                changed += 1
+                continue
+            found = [
+                (o["id"], d) for o, n in zip(old, new, strict=True) if (d := differences(o, n))
+            ]
+            changed += len(found)
+            reworded = sum(o != n for o, n in zip(old, new, strict=True)) - len(found)
+            print(
+                f"{cases.name}: {len(new)} cases, {len(found)} differ "
+                f"({reworded} more differ only in a message's wording)"
             )
+            for case_id, diff in found[:SHOWN]:
+                print(f"  {case_id}: " + "; ".join(diff))
     return 1 if changed else 0
 
 

@@ -44,14 +44,13 @@ from typing import TYPE_CHECKING, Any
 from judge._errors import CaseError
 from judge.cases._case import Case
 from judge.cases._json import DecodeError, dumps, dumps_line, json_kind, loads
-from judge.cases._lean import read_lean
 from judge.cases._loading import parse_case, read_line
 from judge.cases._match import Match
 from judge.cases._parquet import decoded_row, json_columns
-from judge.checks._check import check_case, invalid_case_result
+from judge.checks._check import invalid_case_result
+from judge.checks._chunk import check_item, check_lines
 from judge.checks._env import EnvironmentFactory, load_factory
 from judge.checks._outcome import JudgeOutcome
-from judge.checks._plain import check_plain
 from judge.checks._result import CaseResult
 from judge.checks._structure import SchemaCache
 
@@ -278,23 +277,16 @@ def _check_batch(
     """The checks of one batch, on `judge check`'s own path: a line in the common form is
     read lean and checked without the models, any other as a `Case`."""
     factory = _factory(env) if env is not None else None
-    plain = match is None and factory is None
     where, first = _place(batch.num_rows, source)
     text = _text_column(batch) if column is None else None
-    found = []
-    for line, raw in enumerate(_raw_rows(batch, column or text, encoded), start=first):
-        lean = read_lean(raw) if plain and raw is not None else None
-        if lean is not None:
-            found.append(check_plain(lean, _SCHEMAS))
-            continue
+
+    def whole(line: int, raw: bytes | None) -> dict[str, Any]:
         item = _read(raw, source=where, line=line, text=text)
-        result = (
-            invalid_case_result(item)
-            if isinstance(item, CaseError)
-            else check_case(item, match=match, env=factory, schemas=_SCHEMAS)
-        )
-        found.append(result.to_json_dict())
-    return _rows(found)
+        return check_item(item, match=match, env=factory, schemas=_SCHEMAS).to_json_dict()
+
+    numbered = enumerate(_raw_rows(batch, column or text, encoded), start=first)
+    plain = match is None and factory is None
+    return _rows([data for _, data in check_lines(numbered, _SCHEMAS, whole, plain=plain)])
 
 
 def _raw_rows(

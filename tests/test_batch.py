@@ -65,8 +65,7 @@ def comparable(row: dict[str, Any]) -> dict[str, Any]:
     """A result without what says how it was asked (usage, the batch id)."""
     judged = dict(row["judge"] or {})
     judged.pop("usage", None)
-    if judged.get("provenance"):
-        judged["provenance"] = {k: v for k, v in judged["provenance"].items() if k != "batch"}
+    judged.pop("batch", None)
     return {**row, "judge": judged}
 
 
@@ -96,9 +95,10 @@ def test_a_batch_sends_exactly_what_online_grading_sends_and_grades_the_same(
     in_batch = sorted(json.dumps(b, sort_keys=True) for b in bodies(server))
     assert in_batch == sent_online
     assert by_id(tmp_path / "batch.jsonl") == by_id(tmp_path / "online.jsonl")
-    noted = {r["judge"]["provenance"].get("batch") for r in rows(tmp_path / "batch.jsonl")
-             if r["judge"]["usage"]["cached"]}  # fmt: skip
+    graded = rows(tmp_path / "batch.jsonl")
+    noted = {r["judge"].get("batch") for r in graded if r["judge"]["usage"]["cached"]}
     assert noted == {"batch_1"}
+    assert not any("batch" in r["judge"]["provenance"] for r in graded)  # not the judge's
     # the cost, online and at the batch price
     line = next(x for x in batched.stdout.splitlines() if x.startswith("cost at $2.0/Mtok"))
     online_cost, batch_cost = (
@@ -479,3 +479,16 @@ def test_judge_run_batch_keeps_every_paid_reply_when_the_judge_refuses(
     assert len({(r["model"], r["case_id"], r["run"]) for r in records}) == 18
     assert all(r.get("batch") == "batch_1" and r.get("judge") is None for r in records)
     assert candidates.batch_creations == 1
+
+
+def test_a_result_written_before_keeps_its_batch_ids() -> None:
+    # Results written before the batch ids moved out of the provenance read them from there.
+    from judge.checks._outcome import JudgeOutcome
+
+    provenance = {"model": "m", "endpoint": "http://x/v1", "temperature": 0.0, "seed": 7,
+                  "response_format": "json_schema", "batch": "batch_1,batch_2"}  # fmt: skip
+    read = JudgeOutcome.model_validate({"status": "ok", "provenance": provenance})
+    assert read.batch == "batch_1,batch_2"
+    assert read.provenance is not None and "batch" not in read.provenance.model_dump()
+    again = JudgeOutcome.model_validate_json(read.model_dump_json())
+    assert again == read

@@ -1,5 +1,7 @@
 """The package's layering: every import in `judge/` goes down the layers (or stays in its
-layer), and no import cycle exists. Imports are read with `ast`: nothing is imported or run."""
+layer), and no import cycle exists; and its rooms stay small (no module over 450 lines, no
+class over 300, no function over 80). Sources are read with `ast`: nothing is imported or
+run."""
 
 from __future__ import annotations
 
@@ -284,3 +286,49 @@ def test_every_public_name_still_imports() -> None:
     assert sorted(judge.__all__) == sorted(PUBLIC_NAMES)
     for name in PUBLIC_NAMES:
         assert getattr(judge, name) is not None, name
+
+
+MAX_MODULE_LINES = 450
+MAX_CLASS_LINES = 300
+MAX_FUNCTION_LINES = 80
+
+
+def oversized(source: str, where: str) -> Iterator[str]:
+    """What breaks the size rule in one module's source: the module's lines, each class's and
+    each function's (methods and nested functions included), decorators counted, so a click
+    command's option stack is part of its function."""
+    lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
+    if lines > MAX_MODULE_LINES:
+        yield f"{where}: module of {lines} lines (at most {MAX_MODULE_LINES})"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            length = (node.end_lineno or node.lineno) - start + 1
+            most = MAX_CLASS_LINES if isinstance(node, ast.ClassDef) else MAX_FUNCTION_LINES
+            if length > most:
+                kind = "class" if isinstance(node, ast.ClassDef) else "function"
+                yield f"{where}:{start}: {kind} {node.name} of {length} lines (at most {most})"
+
+
+def test_no_room_is_too_large() -> None:
+    found = [
+        problem
+        for module, path in MODULES.items()
+        for problem in oversized(path.read_text(encoding="utf-8"), module)
+    ]
+    assert found == []
+
+
+def test_oversized_counts_decorators_and_nesting() -> None:
+    options = "".join(f"@option({i})\n" for i in range(40))
+    body = "".join(f"    x{i} = {i}\n" for i in range(40))
+    method = "".join(f"        x{i} = {i}\n" for i in range(40))
+    source = f"{options}def command():\n{body}\n\nclass Small:\n    def f(self):\n{method}"
+    assert list(oversized(source, "m")) == ["m:1: function command of 81 lines (at most 80)"]
+    nested = "def outer():\n    def inner():\n" + "".join(f"        y{i} = 1\n" for i in range(80))
+    assert [p.split(": ", 1)[1] for p in oversized(nested, "m")] == [
+        "function outer of 82 lines (at most 80)",
+        "function inner of 81 lines (at most 80)",
+    ]
+    assert list(oversized("x = 1\n" * 451, "m")) == ["m: module of 451 lines (at most 450)"]
+    assert list(oversized("x = 1\n" * 450, "m")) == []

@@ -81,7 +81,7 @@ def test_a_generated_verdict_of_the_embedded_model_is_bounded() -> None:
     # The longest tau-bench trace had the embedded model write its trajectory verdict past
     # 1,500 tokens at 7 a second; a verdict takes a few hundred.
     from judge import load_cases
-    from judge.judging._grade import LOCAL_MAX_TOKENS
+    from judge.judging._identity import LOCAL_MAX_TOKENS
     from judge.judging._rubric import load_rubrics
 
     [loaded] = load_cases([case([call("get_weather", {"city": "Paris"})])])
@@ -89,7 +89,9 @@ def test_a_generated_verdict_of_the_embedded_model_is_bounded() -> None:
         judge = Judge(model=model, base_url=None if model == "local" else "http://127.0.0.1:9/v1",
                       cache=False, rubrics=load_rubrics())  # fmt: skip
         question = judge.questions(loaded, judge.check(loaded)).questions[0]
-        body = judge._verdict_body("m", list(question.messages), question, 0, "json_schema", None)
+        body = judge._identity.verdict_body(
+            "m", list(question.messages), question, 0, "json_schema", None
+        )
         assert body.get("max_tokens") == bound
 
 

@@ -251,7 +251,7 @@ def test_the_quick_rubric_prints_boilerplate_once_and_keeps_the_last_turn_whole(
 
 
 def test_shared_openings_are_whole_words_shared_by_three() -> None:
-    from judge.judging._rubric import shared_openings, without_opening
+    from judge.judging._sandbox import shared_openings, without_opening
 
     a = "The Message API lets users of a workspace talk. Send a message."
     b = "The Message API lets users of a workspace talk. Search messages."

@@ -230,7 +230,7 @@ def test_a_long_conversation_in_any_script_fits_the_context(tmp_path: Path) -> N
 
 
 def test_cut_middle_keeps_two_thirds_of_the_room_at_the_start() -> None:
-    from judge.judging._rubric import cut_middle
+    from judge.judging._sandbox import cut_middle
 
     text = "a" * 9000 + "b" * 9000
     cut = cut_middle(text, 12_000)

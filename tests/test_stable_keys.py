@@ -67,7 +67,7 @@ def fixed_judge(folder: Path, *, logprobs: bool = False) -> Judge:
 def keys_of(judge: Judge) -> dict[str, str]:
     [case] = load_cases([CASE])
     return {
-        q.dimension: judge._key(q, 0, "json_schema")
+        q.dimension: judge._asker.key(q, 0)
         for q in judge.questions(case, judge.check(case)).questions
     }
 

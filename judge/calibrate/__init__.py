@@ -1,11 +1,13 @@
 """Calibration: how far the judge agrees with hand labels, before it is trusted.
 
-- `_record`: Cohen's kappa per dimension with a bootstrap interval, the calibration record,
-  and the gate that reads it;
+- `_agreement`: Cohen's kappa per dimension with a bootstrap interval;
+- `_record`: the calibration record, and the gate that reads it (`_fit`: refits);
 - `_sample`: stratified samples to label, and the CSV round trip;
 - `_labels`: the label file, as every labeller reads and writes it;
 - `_label`: the terminal labeller;
-- `_review`: what the review app shows: the queue, the case, agreement, the record;
+- `_review`: what the review app shows: the queue (`_review_queue`), the case
+  (`_review_case`), agreement, the record (`_review_record`);
+- `_probe_data`, `_probe_fit`, `_probe_train`: `judge local train`'s probe;
 - `_report`: the HTML report.
 
 Imports `judging` and the layers below it.

@@ -10,7 +10,8 @@
 - `_no_reference`: what decides a case without a reference (broken calls, `ask` / `no_call`);
 - `_plain`: the comparison core, free of the models: structure, pairing, verdicts, and
   `check_plain`, `judge check`'s path for lean cases;
-- `_check`: all of the above for one case, or a stream of cases;
+- `_check`: all of the above for one case, or a stream of cases (`_chunk`: lines of a file,
+  as `judge check` and its workers read them);
 - `_result`, `_outcome`: the result record (`CaseResult`) and the judge's part of it;
 - `_summary`: counts per outcome and failure kind.
 

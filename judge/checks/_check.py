@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from judge._errors import CaseError
 from judge.cases._calls import ShapeError
-from judge.cases._case import Case
+from judge.cases._case import Case, ExpectedCall
 from judge.cases._lean import Called
 from judge.cases._loading import fallback_id, iter_cases, read_line
 from judge.cases._match import Match
@@ -124,14 +125,9 @@ def _check_read(
     settings = case.match.merged_over(match) if case.match is not None else match
     has_mode = settings is not None and settings.mode is not None
     whole_path = whole_path or has_mode or env is not None
-    located: list[tuple[Called, str]]
-    if whole_path:
-        try:
-            located = list(trajectory_calls(case))
-        except ShapeError as exc:
-            return _invalid(case.id, exc.pointer, str(exc))
-    else:
-        located = [(call, "") for call in case.tool_calls]
+    located = _calls_of(case, whole_path)
+    if isinstance(located, CaseResult):
+        return located
     calls = [call for call, _ in located]
     tools = {tool.name: tool for tool in case.tools}
     parsed, problems, schema_valid = structure(calls, tools, schemas)
@@ -141,16 +137,10 @@ def _check_read(
         expected = ()  # no call is the one thing code can check of such a case
     state: StateReport | None = None
     if env is not None and expected is not None:
-        try:
-            state = replay(
-                env,
-                case,
-                expected,
-                list(zip([c.name for c in calls], parsed, strict=True)),
-                reached,
-            )
-        except Exception as exc:  # a broken factory or snapshot: this case cannot be graded
-            return _invalid(case.id, "", f"the environment failed: {type(exc).__name__}: {exc}")
+        replayed = _replay(env, case, expected, calls, parsed, reached)
+        if isinstance(replayed, CaseResult):
+            return replayed
+        state = replayed
         problems.extend(_state_problems(state))
 
     holds = None
@@ -164,43 +154,117 @@ def _check_read(
     if expected is None:
         passed = False if broken(problems) else holds
         return _result(case, None, schema_valid, None, passed, problems, path_only, holds=holds)
-    names = [c.name for c in calls]
+    read = _Read(case, located, calls, parsed, problems, schema_valid, state, holds)
     if env is not None and (settings is None or settings.mode is None):
-        # Only the end state matters; the pairing gives the partial credit alone.
-        passed = state.equal if state is not None else None
-        paired = compare(names, parsed, expected, settings or DEFAULT, rules)
-        needs_judge = False
-        if passed and not calls:
-            passed, needs_judge = _no_call_reply(case, problems)
-        return _result(
-            case, None, schema_valid, None, passed, problems, path_only, state,
-            holds=holds, scored=paired.scored, needs_judge=needs_judge,
-        )  # fmt: skip
+        return _by_end_state(read, expected, settings or DEFAULT, rules, path_only)
+    return _by_reference(read, expected, settings or DEFAULT, rules, whole_path)
 
-    how: Settings = settings or DEFAULT
-    compared = compare(names, parsed, expected, how, rules)
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the checks found of a case before comparing it with its reference: its calls
+    (`located`: where each was found), their parsed arguments, the problems so far, whether
+    every call is valid, the replayed final state, and whether the tool assertions hold."""
+
+    case: Case
+    located: list[tuple[Called, str]]
+    calls: list[Called]
+    parsed: list[dict[str, Any] | None]
+    problems: list[tuple[int | None, Problem]]
+    schema_valid: bool | None
+    state: StateReport | None
+    holds: bool | None
+
+
+def _calls_of(case: Case, whole_path: bool) -> list[tuple[Called, str]] | CaseResult:
+    """The calls graded, with where each was found: every call of the assistant turns for
+    `whole_path` (an `InvalidCase` result when the turns cannot be read), else the final
+    response's."""
+    if not whole_path:
+        return [(call, "") for call in case.tool_calls]
+    try:
+        return list(trajectory_calls(case))
+    except ShapeError as exc:
+        return _invalid(case.id, exc.pointer, str(exc))
+
+
+def _replay(
+    env: EnvironmentFactory,
+    case: Case,
+    expected: Sequence[ExpectedCall],
+    calls: list[Called],
+    parsed: list[dict[str, Any] | None],
+    reached: Any,
+) -> StateReport | CaseResult:
+    """The final states of the reference and the candidate, replayed into `env`'s
+    environments; an `InvalidCase` result when the environment fails."""
+    try:
+        return replay(
+            env,
+            case,
+            expected,
+            list(zip([c.name for c in calls], parsed, strict=True)),
+            reached,
+        )
+    except Exception as exc:  # a broken factory or snapshot: this case cannot be graded
+        return _invalid(case.id, "", f"the environment failed: {type(exc).__name__}: {exc}")
+
+
+def _by_end_state(
+    read: _Read,
+    expected: Sequence[ExpectedCall],
+    how: Settings,
+    rules: Rules | None,
+    path_only: TrajectoryReport | None,
+) -> CaseResult:
+    """An environment without a match mode: only the end state matters; the pairing gives
+    the partial credit alone."""
+    case, calls, problems = read.case, read.calls, read.problems
+    passed = read.state.equal if read.state is not None else None
+    paired = compare([c.name for c in calls], read.parsed, expected, how, rules)
+    needs_judge = False
+    if passed and not calls:
+        passed, needs_judge = _no_call_reply(case, problems)
+    return _result(
+        case, None, read.schema_valid, None, passed, problems, path_only, read.state,
+        holds=read.holds, scored=paired.scored, needs_judge=needs_judge,
+    )  # fmt: skip
+
+
+def _by_reference(
+    read: _Read,
+    expected: Sequence[ExpectedCall],
+    how: Settings,
+    rules: Rules | None,
+    whole_path: bool,
+) -> CaseResult:
+    """The calls paired with the reference calls as the match mode `how` says (a trajectory
+    report for `whole_path`), and the verdicts of the pairing."""
+    case, calls, problems, state = read.case, read.calls, read.problems, read.state
+    compared = compare([c.name for c in calls], read.parsed, expected, how, rules)
     problems.extend(compared.problems)
     report = None
     if whole_path:
         report = TrajectoryReport(
             mode=how.mode,
             args=how.arguments,
-            calls=_located(located),
+            calls=_located(read.located),
             matched=tuple(sorted(compared.pairs)),
             missing=tuple(compared.missing),
             extra=tuple(compared.extra),
             out_of_order=tuple(compared.out_of_order),
             ignored=tuple(compared.ignored),
         )
-    selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
+    passed: bool | None
+    selection, argument_values, passed = verdicts(compared, bool(expected), how, read.schema_valid)
     if state is not None:  # both must hold; a reference that cannot be replayed: unknown
         passed = None if state.equal is None else passed and state.equal
     needs_judge = False
     if passed and not calls:
         passed, needs_judge = _no_call_reply(case, problems)
     return _result(
-        case, selection, schema_valid, argument_values, passed, problems, report, state,
-        holds=holds, scored=compared.scored, needs_judge=needs_judge,
+        case, selection, read.schema_valid, argument_values, passed, problems, report, state,
+        holds=read.holds, scored=compared.scored, needs_judge=needs_judge,
     )  # fmt: skip
 
 

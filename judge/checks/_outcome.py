@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SelectionLabel = Literal["correct", "incorrect", "uncertain"]
 """`uncertain`: the judge abstained (its confidence was under the abstention threshold)."""
@@ -198,10 +198,6 @@ class Provenance(BaseModel):
     probe: str | None = None
     """The sha256 of the probe file the embedded judge decided with (None: the rubrics'
     weights decided)."""
-    batch: str | None = None
-    """The provider batches whose replies gave this case's verdicts (`judge grade --batch`),
-    comma-separated. Where a reply came from changes no verdict: never in a cache key or a
-    fingerprint."""
 
 
 class Usage(BaseModel):
@@ -262,6 +258,22 @@ class JudgeOutcome(BaseModel):
     """What asking the escalation judge cost (with `escalated` > 0)."""
     escalation: Provenance | None = None
     """The escalation judge, when there is one."""
+    batch: str | None = None
+    """The provider batches whose replies gave this case's verdicts (`judge grade --batch`),
+    comma-separated. Where a reply came from changes no verdict, so it is not the judge's
+    provenance (results written before kept it there: it is read from there too)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _batch_from_provenance(cls, data: Any) -> Any:
+        provenance = data.get("provenance") if isinstance(data, dict) else None
+        if isinstance(provenance, dict) and "batch" in provenance:
+            provenance = dict(provenance)
+            batch = provenance.pop("batch")
+            data = {**data, "provenance": provenance}
+            if data.get("batch") is None:
+                data["batch"] = batch
+        return data
 
     @property
     def arguments_verdict(self) -> SelectionLabel | None:

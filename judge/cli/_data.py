@@ -1,5 +1,4 @@
-"""Commands around the judge: calibrate it, make and label samples, load BFCL files, and
-manage the embedded model."""
+"""Commands around the judge: calibrate it, make and label samples, load BFCL files."""
 
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from judge.cli._common import (
     RENAMED_ON,
     progress_bar,
     renamed_option,
+    stack_options,
     strict_interval_option,
     summary_format_option,
 )
@@ -34,60 +34,66 @@ from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._probes import ProbeStats, probe
 
+_calibrate_options = stack_options(
+    click.option(
+        "-o",
+        "--output",
+        default="calibration.json",
+        show_default=True,
+        type=click.Path(dir_okay=False),
+        help="Write the calibration record here, overwritten.",
+    ),
+    click.option(
+        "--min-kappa",
+        type=click.FloatRange(-1, 1),
+        default=0.6,
+        show_default=True,
+        help="Each dimension's kappa must reach this.",
+    ),
+    strict_interval_option(
+        "The lower bound of the 95% interval must reach it, not just the kappa."
+    ),
+    renamed_option(
+        "--results-out",
+        was="--results",
+        since=RENAMED_ON,
+        until=FORMER_NAMES_UNTIL,
+        type=click.Path(dir_okay=False),
+        help="Write the per-case verdicts here, overwritten (default: <record "
+        "stem>.results.jsonl beside it).",
+    ),
+    click.option(
+        "--disagreements",
+        type=click.Path(dir_okay=False),
+        help="Every disagreement (default: <record stem>.disagreements.jsonl).",
+    ),
+    click.option("--report", type=click.Path(dir_okay=False), help="Write an HTML report here."),
+    click.option(
+        "--coverage",
+        type=click.FloatRange(0, 1, min_open=True),
+        help="Gate on the kappa of this share of the most confident verdicts (the rest left "
+        "to abstention: judge grade --coverage).",
+    ),
+    click.option(
+        "--probes",
+        callback=probe_names,
+        help="Also ask the sample with these invariance probes (tool_order, call_order, "
+        "call_ids, key_order) and add each one's flip rate to the record and the report.",
+    ),
+    click.option(
+        "--abstain-below",
+        type=click.FloatRange(0, 1),
+        help="Measure the judge as it will run with this abstention (and, with --escalate-*, "
+        "the cascade): uncertain verdicts are left out of the figures, counted as excluded.",
+    ),
+    judge_options,
+    summary_format_option,
+)
+
 
 @click.command("calibrate")
 @click.argument("sample", type=click.Path(exists=True, dir_okay=False, allow_dash=False))
-@click.option(
-    "-o",
-    "--output",
-    default="calibration.json",
-    show_default=True,
-    type=click.Path(dir_okay=False),
-    help="Write the calibration record here, overwritten.",
-)
-@click.option(
-    "--min-kappa",
-    type=click.FloatRange(-1, 1),
-    default=0.6,
-    show_default=True,
-    help="Each dimension's kappa must reach this.",
-)
-@strict_interval_option("The lower bound of the 95% interval must reach it, not just the kappa.")
-@renamed_option(
-    "--results-out",
-    was="--results",
-    since=RENAMED_ON,
-    until=FORMER_NAMES_UNTIL,
-    type=click.Path(dir_okay=False),
-    help="Write the per-case verdicts here, overwritten (default: <record "
-    "stem>.results.jsonl beside it).",
-)
-@click.option(
-    "--disagreements",
-    type=click.Path(dir_okay=False),
-    help="Every disagreement (default: <record stem>.disagreements.jsonl).",
-)
-@click.option("--report", type=click.Path(dir_okay=False), help="Write an HTML report here.")
-@click.option(
-    "--coverage",
-    type=click.FloatRange(0, 1, min_open=True),
-    help="Gate on the kappa of this share of the most confident verdicts (the rest left "
-    "to abstention: judge grade --coverage).",
-)
-@click.option(
-    "--probes",
-    callback=probe_names,
-    help="Also ask the sample with these invariance probes (tool_order, call_order, "
-    "call_ids, key_order) and add each one's flip rate to the record and the report.",
-)
-@click.option(
-    "--abstain-below",
-    type=click.FloatRange(0, 1),
-    help="Measure the judge as it will run with this abstention (and, with --escalate-*, "
-    "the cascade): uncertain verdicts are left out of the figures, counted as excluded.",
-)
-@judge_options
-@summary_format_option
+@_calibrate_options
 def calibrate_command(
     sample: str,
     output: str,
@@ -108,16 +114,7 @@ def calibrate_command(
     stem = Path(output).with_suffix("")
     results = results_out or f"{stem}.results.jsonl"
     disagreements = disagreements or f"{stem}.disagreements.jsonl"
-    try:
-        loaded = load_cases(sample)
-        cases = list(loaded)
-        answers = "answer" in dimensions_of(cases)  # answer labels: answers judged and measured
-        judge = make_judge({**judge_options, "abstain_below": abstain_below, "answers": answers})
-    except (JudgeError, InputError) as exc:
-        click.echo(f"judge calibrate: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    for error in loaded.errors:
-        click.echo(f"judge calibrate: skipped {error}", err=True)
+    cases, judge = _sample_and_judge(sample, {**judge_options, "abstain_below": abstain_below})
     try:
         graded, probed = asyncio.run(_grade_all(judge, cases, probes or []))
     except JudgeEndpointError as exc:
@@ -150,6 +147,22 @@ def calibrate_command(
             click.echo("invariance probes, " + probe_table(probed, len(cases)))
         _print_calibration(record, len(rows), output)
     sys.exit(0 if record.passed else EXIT_BELOW_THRESHOLD)
+
+
+def _sample_and_judge(sample: str, options: dict[str, Any]) -> tuple[list[Any], Judge]:
+    """The labelled cases of `sample` (each one that cannot be read said on standard error)
+    and the judge the options give, which judges answers when the sample labels them."""
+    try:
+        loaded = load_cases(sample)
+        cases = list(loaded)
+        answers = "answer" in dimensions_of(cases)  # answer labels: answers judged and measured
+        judge = make_judge({**options, "answers": answers})
+    except (JudgeError, InputError) as exc:
+        click.echo(f"judge calibrate: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    for error in loaded.errors:
+        click.echo(f"judge calibrate: skipped {error}", err=True)
+    return cases, judge
 
 
 async def _grade_all(
@@ -380,64 +393,10 @@ def labels_import(sample: str, csv_file: str, output: str | None) -> None:
     click.echo(f"labels of {csv_file} -> {output or sample}")
 
 
-@click.group("local")
-def local_group() -> None:
-    """The embedded default judge (no key, no network)."""
-
-
-@local_group.command("status")
-@click.option("--start", is_flag=True, help="Also start the server, to check that it runs.")
-def local_status(start: bool) -> None:
-    """Show the model path, its hash check, and whether the server runs."""
-    from judge.endpoints import _local
-
-    if start:
-        try:
-            _local.local_endpoint()
-        except JudgeError as exc:
-            click.echo(f"judge local status: {exc}", err=True)
-    for key, value in _local.status().items():
-        click.echo(f"{key}: {value}")
-    click.echo(f"probe: {probe_status()}")
-    if start:
-        _local.stop_local_server()
-
-
-@local_group.command("setup")
-def local_setup() -> None:
-    """Assemble and check the model file now (otherwise done on first use)."""
-    from judge.endpoints import _local
-
-    try:
-        path = _local.assemble_model()
-    except JudgeError as exc:
-        click.echo(f"judge local setup: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    click.echo(f"model ready: {path} (sha256 {_local.MODEL_SHA256})")
-
-
-@local_group.command("build")
-@click.option("--force", is_flag=True, help="Rebuild even if the runtime already uses this CPU.")
-def local_build(force: bool) -> None:
-    """Rebuild llama.cpp for this CPU (AVX-512 and the like), about 8 minutes on two cores."""
-    from judge.endpoints import _local, _runtime
-
-    try:
-        click.echo(_runtime.rebuild(_local.FIX, force=force, say=click.echo))
-    except JudgeError as exc:
-        click.echo(f"judge local build: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-
-
-from judge.cli._train import probe_status, train_command  # noqa: E402
-
-local_group.add_command(train_command)
-
 COMMANDS = (
     calibrate_command,
     sample_command,
     bfcl_command,
     label_command,
     labels_group,
-    local_group,
 )

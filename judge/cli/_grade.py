@@ -1,20 +1,17 @@
-"""`judge grade` and `judge rubric`: the LLM judge on the command line."""
+"""`judge grade`: the LLM judge on the command line."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from judge._errors import InputError, JudgeError
-from judge.cases._calls import ShapeError
 from judge.cases._json import dumps
-from judge.cases._loading import load_cases
 from judge.cases._parquet import is_parquet, iter_rows, jsonl_to_parquet
 from judge.checks._summary import JudgeSummary, Summary
 from judge.cli._batch import Batching, batch_options, cases_of, cost_lines, prepare
@@ -32,6 +29,7 @@ from judge.cli._common import (
     report_skipped,
     require_files,
     same_file,
+    stack_options,
 )
 from judge.cli._jobs import STDIN
 from judge.cli._judge_options import (
@@ -51,47 +49,55 @@ from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._plan import Plan, plan
 from judge.judging._resume import finished_results
-from judge.judging._rubric import load_rubrics
+
+if TYPE_CHECKING:
+    from judge.cli._import import TraceReader
+
+_grade_options = stack_options(
+    click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        help="Append one result per line here as cases finish. Rerun with the same file to "
+        "resume it: cases already judged in it (status ok or skipped) are not graded again, "
+        "those with a judge_error are, and a file judged by another judge is refused (default, "
+        "or -: standard output).",
+    ),
+    judge_options,
+    grade_calibration_options,
+    abstention_options,
+    click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Print the requests and prompt tokens it would send; send none.",
+    ),
+    click.option(
+        "--price-per-mtok",
+        type=float,
+        help="USD per million tokens: prices a --dry-run's prompts, and with --batch the "
+        "batches' tokens online and at the batch price.",
+    ),
+    batch_options,
+    judge_trajectory_option,
+    judge_answers_option,
+    trajectory_options,
+    from_traces_option,
+    report_options,
+    click.option(
+        "--fail-under",
+        callback=parse_rate,
+        metavar="RATE",
+        help="Exit 1 when the judge's pass rate is lower: cases it passed (selection, "
+        "arguments and, when judged, the answer correct) over those it decided and the "
+        "unreadable ones (with --strict, over every case).",
+    ),
+    ray_option,
+)
 
 
 @click.command("grade")
 @click.argument("cases", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Append one result per line here as cases finish. Rerun with the same file to "
-    "resume it: cases already judged in it (status ok or skipped) are not graded again, "
-    "those with a judge_error are, and a file judged by another judge is refused (default, "
-    "or -: standard output).",
-)
-@judge_options
-@grade_calibration_options
-@abstention_options
-@click.option(
-    "--dry-run", is_flag=True, help="Print the requests and prompt tokens it would send; send none."
-)
-@click.option(
-    "--price-per-mtok",
-    type=float,
-    help="USD per million tokens: prices a --dry-run's prompts, and with --batch the "
-    "batches' tokens online and at the batch price.",
-)
-@batch_options
-@judge_trajectory_option
-@judge_answers_option
-@trajectory_options
-@from_traces_option
-@report_options
-@click.option(
-    "--fail-under",
-    callback=parse_rate,
-    metavar="RATE",
-    help="Exit 1 when the judge's pass rate is lower: cases it passed (selection, arguments "
-    "and, when judged, the answer correct) over those it decided and the unreadable ones "
-    "(with --strict, over every case).",
-)
-@ray_option
+@_grade_options
 def grade_command(
     cases: tuple[str, ...],
     output: str | None,
@@ -110,14 +116,7 @@ def grade_command(
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
-    if strict_input and calibration is not None and not strict:
-        click.echo(
-            f"judge grade: --strict with --calibration still requires the kappa's interval "
-            f"too, as before; that is --strict-interval now, and --strict stops doing it "
-            f"after {FORMER_NAMES_UNTIL}",
-            err=True,
-        )
-        strict = True
+    strict = strict or _former_strict(strict_input, calibration)
     if ray_address is not None:
         refuse_on_ray("grade", summary_format, junit, strict_input and calibration is None)
         _grade_on_ray(ray_address, cases, output, calibration, strict, force, summary_format,
@@ -125,30 +124,11 @@ def grade_command(
         return
     batching = Batching.take(judge_options)
     if batching is not None:
-        refused = batching.refusal(
-            output=output, sources=cases, traces=from_format is not None
-        ) or (
-            "--dry-run counts what would be asked: it sends no batch"
-            if dry_run
-            else "a batch's replies are kept in the verdict cache: not with --no-cache"
-            if judge_options.get("no_cache") and not batching.file
-            else None
-        )
-        if refused is not None:
-            click.echo(f"judge grade: {refused}", err=True)
-            sys.exit(EXIT_UNREADABLE)
-    sources: list[Any] = list(cases)
-    reader = None
-    if from_format is not None:  # trace files, converted as `judge import` converts them
-        from judge.cli._import import TraceReader
-
-        reader = TraceReader(from_format, "grade")
-        sources = [reader.cases((path,)) for path in cases]  # read as they are graded
+        _refuse_batching(batching, output, cases, from_format, dry_run, judge_options)
+    reader = _trace_reader(from_format)
+    sources: list[Any] = list(cases) if reader is None else [reader.cases((p,)) for p in cases]
     output = None if output == "-" else output
-    inputs = [*cases, *(p for p in (judge_options.get("probe"), calibration) if p)]
-    if output is not None and any(same_file(path, output) for path in inputs):
-        click.echo(f"judge grade: -o {output} is one of the inputs: write elsewhere", err=True)
-        sys.exit(EXIT_UNREADABLE)
+    _refuse_an_input(output, [*cases, *(p for p in (judge_options.get("probe"), calibration) if p)])
     judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)
     if calibration is not None and judge.trajectory:
         click.echo(
@@ -165,13 +145,91 @@ def grade_command(
                            sys.stderr if output is None else sys.stdout,
                            strict=strict_input)  # fmt: skip
     except InputError as exc:
-        click.echo(f"judge grade: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        _refuse(str(exc))
     if reader is None:  # case files: read strictly when asked, each case's line noted
         sources = [_Numbered(report, path) for path in cases]
     prepared: list[Any] = []
+    _grade_into(output, judge, cases, summary, sources, report, batching, prepared, reader)
+    if batching is not None and not prepared:  # --batch-file: written, nothing graded
+        return
+    report.finish(summary)
+    if prepared and prepared[0].state.batches:
+        lines = cost_lines(
+            prepared[0].state, price_per_mtok, batching.discount if batching else 0.5
+        )
+        click.echo("\n".join(lines), err=output is None)
+    _fail_under(summary, fail_under, strict_input)
+
+
+def _refuse(message: str, code: int = EXIT_UNREADABLE) -> NoReturn:
+    click.echo(f"judge grade: {message}", err=True)
+    sys.exit(code)
+
+
+def _former_strict(strict_input: bool, calibration: str | None) -> bool:
+    """Whether `--strict` asks for the kappa's interval too, as it did before it meant strict
+    reading (said on standard error until the former meaning goes)."""
+    if not strict_input or calibration is None:
+        return False
+    click.echo(
+        f"judge grade: --strict with --calibration still requires the kappa's interval "
+        f"too, as before; that is --strict-interval now, and --strict stops doing it "
+        f"after {FORMER_NAMES_UNTIL}",
+        err=True,
+    )
+    return True
+
+
+def _refuse_batching(
+    batching: Batching,
+    output: str | None,
+    cases: tuple[str, ...],
+    from_format: str | None,
+    dry_run: bool,
+    options: dict[str, Any],
+) -> None:
+    """Exit 2 when `--batch` cannot run with the other options."""
+    refused = batching.refusal(output=output, sources=cases, traces=from_format is not None) or (
+        "--dry-run counts what would be asked: it sends no batch"
+        if dry_run
+        else "a batch's replies are kept in the verdict cache: not with --no-cache"
+        if options.get("no_cache") and not batching.file
+        else None
+    )
+    if refused is not None:
+        _refuse(refused)
+
+
+def _trace_reader(from_format: str | None) -> TraceReader | None:
+    """`--from`: trace files, converted as `judge import` converts them (read as they are
+    graded)."""
+    if from_format is None:
+        return None
+    from judge.cli._import import TraceReader
+
+    return TraceReader(from_format, "grade")
+
+
+def _refuse_an_input(output: str | None, inputs: list[str]) -> None:
+    if output is not None and any(same_file(path, output) for path in inputs):
+        _refuse(f"-o {output} is one of the inputs: write elsewhere")
+
+
+def _grade_into(
+    output: str | None,
+    judge: Judge,
+    cases: tuple[str, ...],
+    summary: Summary,
+    sources: list[Any],
+    report: RunReport,
+    batching: Batching | None,
+    prepared: list[Any],
+    reader: TraceReader | None,
+) -> None:
+    """Grade into `output`: a Parquet file is written as JSON Lines beside it while it runs
+    (to resume), then converted. A refusing endpoint exits 4, an unreadable input 2."""
     parquet = None
-    if output is not None and is_parquet(output):  # JSON Lines while it runs (to resume)
+    if output is not None and is_parquet(output):
         parquet, output = output, f"{output}.jsonl"
         if os.path.exists(parquet) and not os.path.exists(output):  # appended to, as JSONL is
             with open(output, "wb") as spool:
@@ -185,20 +243,9 @@ def grade_command(
             jsonl_to_parquet(output, parquet)
             os.remove(output)
     except JudgeEndpointError as exc:
-        click.echo(f"judge grade: {exc}", err=True)
-        sys.exit(EXIT_ENDPOINT)
+        _refuse(str(exc), EXIT_ENDPOINT)
     except InputError as exc:
-        click.echo(f"judge grade: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if batching is not None and not prepared:  # --batch-file: written, nothing graded
-        return
-    report.finish(summary)
-    if prepared and prepared[0].state.batches:
-        lines = cost_lines(
-            prepared[0].state, price_per_mtok, batching.discount if batching else 0.5
-        )
-        click.echo("\n".join(lines), err=output is None)
-    _fail_under(summary, fail_under, strict_input)
+        _refuse(str(exc))
 
 
 def _fail_under(summary: Summary, fail_under: float | None, strict: bool = False) -> None:
@@ -334,92 +381,4 @@ async def _grade(
                 sink.close()
 
 
-@click.group("rubric")
-def rubric_group() -> None:
-    """Inspect rubrics."""
-
-
-@rubric_group.command("list")
-@click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
-@click.option("--small", is_flag=True, help="The small JSON rubrics (rubrics/small).")
-@click.option("--quick", is_flag=True, help="The embedded judge's scored rubrics (rubrics/quick).")
-def rubric_list(rubrics: str | None, small: bool, quick: bool) -> None:
-    """List the rubrics with their version and content hash."""
-    found = load_rubrics(rubrics, kind="quick" if quick else "small" if small else "default")
-    for rubric in found.all:
-        click.echo(
-            f"{rubric.name}\t{rubric.dimension}\tv{rubric.version}\t"
-            f"{rubric.sha256[:12]}\t{rubric.path}"
-        )
-
-
-@rubric_group.command("show")
-@click.argument("name")
-@click.option("--case", "case_file", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--id", "case_id", required=True, help="The case to render.")
-@click.option("--rubrics", type=click.Path(file_okay=False, exists=True))
-@click.option("--small", is_flag=True, help="The small JSON rubrics (rubrics/small).")
-@click.option("--model", help="The judge, as for `judge grade` (it picks the rubric set).")
-@click.option("--base-url", help="The judge's endpoint, as for `judge grade`.")
-@click.option("--judge-broken", is_flag=True)
-def rubric_show(
-    name: str,
-    case_file: str,
-    case_id: str,
-    rubrics: str | None,
-    small: bool,
-    model: str | None,
-    base_url: str | None,
-    judge_broken: bool,
-) -> None:
-    """Print exactly what rubric NAME would send for one case: messages and reply schema.
-    The rubric set is the one `judge grade` would use with the same --model, --base-url and
-    --rubrics (the quick set for the embedded judge)."""
-    case = next((c for c in load_cases(case_file) if c.id == case_id), None)
-    if case is None:
-        click.echo(f"judge rubric show: no case {case_id!r} in {case_file}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    try:
-        chosen = load_rubrics(kind="small") if small and rubrics is None else rubrics
-        settings: dict[str, Any] = {
-            "model": model,
-            "base_url": base_url,
-            "judge_broken": judge_broken,
-            "cache": False,
-        }
-        judge = Judge(rubrics=chosen, **settings)
-        rubric = judge.rubrics.named(name)
-        if rubric.dimension == "trajectory":  # asked only of a judge that judges trajectories
-            judge = Judge(rubrics=judge.rubrics, trajectory=True, **settings)
-        questions = judge.questions(case, judge.check(case)).questions
-    except (JudgeError, ShapeError) as exc:  # no such rubric, or it cannot render the case
-        click.echo(f"judge rubric show: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    asked = [q for q in questions if q.rubric is rubric]
-    if not asked:
-        click.echo(
-            f"# rubric {rubric.name!r} would send nothing for case {case_id!r}: its "
-            "verdicts are decided without asking (see `judge check`)."
-        )
-        return
-    for question in asked:
-        if rubric.scored:  # the case once, then each one-token question asked after it
-            from judge.judging._scored import asks
-
-            for message in question.messages:
-                click.echo(f"===== {message['role']} =====")
-                click.echo(message["content"])
-            for ask in asks(rubric, question.messages, question.calls):
-                click.echo(
-                    f"===== question {ask.id} (one token: logprobs of {rubric.answers}) ====="
-                )
-                click.echo(ask.messages[-1]["content"].rsplit("\n\nQuestion: ", 1)[1])
-            continue
-        for message in question.messages:
-            click.echo(f"===== {message['role']} =====")
-            click.echo(message["content"])
-        click.echo("===== reply schema =====")
-        click.echo(json.dumps(question.schema, indent=2))
-
-
-COMMANDS = (grade_command, rubric_group)
+COMMANDS = (grade_command,)

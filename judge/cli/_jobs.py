@@ -10,12 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from judge._errors import CaseError, JudgeError
+from judge._errors import JudgeError
 from judge.cases._files import open_cases
 from judge.cases._json import dumps_line
-from judge.cases._lean import read_lean
 from judge.cases._parquet import is_parquet
-from judge.checks._plain import check_plain
+from judge.checks._chunk import check_item, check_lines
 from judge.checks._structure import SchemaCache
 from judge.checks._summary import Summary, Tally
 
@@ -80,12 +79,11 @@ def check_chunk(
     numbers, ids = done.numbers, done.ids
     plain = settings is None and factory is None  # the response alone, by default
     tally = Tally()
-    for number, raw in lines:
-        lean = read_lean(raw) if plain else None
-        if lean is not None:
-            data = check_plain(lean, schemas)
-        else:
-            data = _check_whole(source, number, raw, settings, factory, schemas, done, strict)
+
+    def whole(number: int, raw: bytes) -> dict[str, Any]:
+        return _check_whole(source, number, raw, settings, factory, schemas, done, strict)
+
+    for number, data in check_lines(lines, schemas, whole, plain=plain):
         tally.add(data)
         numbers.append(number)
         ids.append(data["id"])
@@ -107,17 +105,13 @@ def _check_whole(
 ) -> dict[str, Any]:
     """Grade a line read as a `Case` (the models load with the first such line)."""
     from judge.cases._loading import read_line
-    from judge.checks._check import check_case, invalid_case_result
     from judge.cli._common import invalid_messages
 
     warned = len(done.warnings)
     item = read_line(raw, source=source, line=number, strict=strict, warn=done.warnings.append)
     if len(done.warnings) > warned:
         done.summary.unknown_fields += 1
-    if isinstance(item, CaseError):
-        result = invalid_case_result(item)
-    else:
-        result = check_case(item, schemas=schemas, match=settings, env=factory)
+    result = check_item(item, match=settings, env=factory, schemas=schemas)
     done.invalid += invalid_messages(result)
     return result.to_json_dict()
 

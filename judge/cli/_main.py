@@ -13,7 +13,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, NoReturn
 
 import click
 
@@ -31,6 +31,7 @@ from judge.cli._common import (
     report_skipped,
     require_files,
     same_file,
+    stack_options,
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
@@ -40,13 +41,13 @@ from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
 _LAZY_COMMANDS = {
     "grade": "judge.cli._grade",
     "probe": "judge.cli._probe",
-    "rubric": "judge.cli._grade",
+    "rubric": "judge.cli._rubric",
     "calibrate": "judge.cli._data",
     "sample": "judge.cli._data",
     "bfcl": "judge.cli._data",
     "label": "judge.cli._data",
     "labels": "judge.cli._data",
-    "local": "judge.cli._data",
+    "local": "judge.cli._local",
     "run": "judge.cli._run",
     "compare": "judge.cli._runs",
     "regrade": "judge.cli._runs",
@@ -97,38 +98,43 @@ def show_unknown_fields() -> None:
     warnings.showwarning = show
 
 
+_check_options = stack_options(
+    click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        help="Write one result per line here, overwriting the file (never one of the inputs; "
+        "default: standard output, with the summary on standard error).",
+    ),
+    report_options,
+    click.option(
+        "--fail-under",
+        callback=parse_rate,
+        metavar="RATE",
+        help="Exit 1 when the pass rate is lower, e.g. 0.9 or 90%: passed over passed, failed "
+        "and unreadable cases (with --strict, over every case).",
+    ),
+    click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Show a progress bar (default: when standard error is a terminal).",
+    ),
+    click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        help="Worker processes (default: every core for files past a few thousand lines, "
+        "else 1). Results keep the input order.",
+    ),
+    from_traces_option,
+    trajectory_options,
+    ray_option,
+)
+
+
 @main.command("check")
 @click.argument("cases", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Write one result per line here, overwriting the file (never one of the inputs; "
-    "default: standard output, with the summary on standard error).",
-)
-@report_options
-@click.option(
-    "--fail-under",
-    callback=parse_rate,
-    metavar="RATE",
-    help="Exit 1 when the pass rate is lower, e.g. 0.9 or 90%: passed over passed, failed "
-    "and unreadable cases (with --strict, over every case).",
-)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Show a progress bar (default: when standard error is a terminal).",
-)
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    help="Worker processes (default: every core for files past a few thousand lines, else 1). "
-    "Results keep the input order.",
-)
-@from_traces_option
-@trajectory_options
-@ray_option
+@_check_options
 def check_command(
     cases: tuple[str, ...],
     output: str | None,
@@ -150,41 +156,54 @@ def check_command(
     try:
         settings, factory = trajectory_from(trajectory)
     except ValueError as exc:  # an override or environment that cannot be loaded
-        click.echo(f"judge check: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        _refuse(str(exc))
     if ray_address is not None:
         refuse_on_ray("check", summary_format, junit, strict_input)
     summary = Summary()
     to_stdout = output in (None, "-")
     if output is not None and output != "-" and any(same_file(p, output) for p in cases):
-        click.echo(f"judge check: -o {output} is one of the inputs: write elsewhere", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        _refuse(f"-o {output} is one of the inputs: write elsewhere")
     try:
         report = RunReport("check", summary_format, junit, cases,
                            sys.stderr if to_stdout else sys.stdout)  # fmt: skip
     except InputError as exc:
-        click.echo(f"judge check: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        _refuse(str(exc))
     try:
         if ray_address is not None:
-            if from_format is not None:
-                raise InputError("--ray reads case files: convert traces with judge import first")
-            from judge.cli._ray import check_on_ray
-
-            check_on_ray(ray_address, cases, output, summary, settings, recipe["env"])
+            _check_on_ray(ray_address, cases, output, summary, settings, recipe["env"], from_format)
         else:
             _check_locally(cases, output, summary, settings, factory, recipe, progress, jobs,
                            from_format, report, strict_input)  # fmt: skip
     except (InputError, WorkerFailed) as exc:
-        click.echo(f"judge check: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        _refuse(str(exc))
     except OSError as exc:
-        click.echo(f"judge check: cannot write {output}: {exc.strerror or exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        _refuse(f"cannot write {output}: {exc.strerror or exc}")
 
     report.finish(summary)
     counts = (summary.passed, summary.failed, summary.invalid_cases, summary.cases)
     gate("check", counts, fail_under, strict_input)
+
+
+def _refuse(message: str) -> NoReturn:
+    click.echo(f"judge check: {message}", err=True)
+    sys.exit(EXIT_UNREADABLE)
+
+
+def _check_on_ray(
+    address: str,
+    cases: tuple[str, ...],
+    output: str | None,
+    summary: Summary,
+    settings: Any,
+    env: str | None,
+    from_format: str | None,
+) -> None:
+    """`--ray`: the checks in Ray tasks on the cluster."""
+    if from_format is not None:
+        raise InputError("--ray reads case files: convert traces with judge import first")
+    from judge.cli._ray import check_on_ray
+
+    check_on_ray(address, cases, output, summary, settings, env)
 
 
 def _check_locally(

@@ -4,70 +4,76 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._labels import user_name
-from judge.cli._common import (
-    EXIT_UNREADABLE,
-    strict_interval_option,
-)
+from judge.cli._common import EXIT_UNREADABLE, stack_options, strict_interval_option
 from judge.cli._judge_options import judge_options, make_judge
+
+if TYPE_CHECKING:
+    from judge.calibrate._review import Review
+    from judge.cases._case import Case
+
+
+_review_options = stack_options(
+    click.option(
+        "--results",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Read the judge's results on SAMPLE (`judge grade` output, or what `judge "
+        "calibrate --results-out` wrote): its verdicts are shown, drive the queue's order and "
+        "are measured against the labels.",
+    ),
+    click.option("--port", type=click.IntRange(0, 65535), default=8100, show_default=True),
+    click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help="Address to listen on; any but loopback needs JUDGE_SERVICE_TOKEN.",
+    ),
+    click.option(
+        "--record",
+        default="calibration.json",
+        show_default=True,
+        type=click.Path(dir_okay=False),
+        help="Where the page's button writes the calibration record.",
+    ),
+    click.option(
+        "--min-kappa",
+        type=click.FloatRange(-1, 1),
+        default=0.6,
+        show_default=True,
+        help="The record's threshold, as `judge calibrate --min-kappa`.",
+    ),
+    strict_interval_option("As `judge calibrate --strict-interval`."),
+    click.option(
+        "--low-confidence",
+        type=click.FloatRange(0, 1),
+        default=0.7,
+        show_default=True,
+        help="Verdicts under this confidence are queued with the uncertain ones.",
+    ),
+    click.option(
+        "--reviewer",
+        default=user_name,
+        help="The name kept with each label (default: your user name; the page can set its own).",
+    ),
+    click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser."),
+    click.option(
+        "--log-level",
+        type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+        default="warning",
+        show_default=True,
+    ),
+    judge_options,
+)
 
 
 @click.command("review")
 @click.argument("sample", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--results",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Read the judge's results on SAMPLE (`judge grade` output, or what `judge calibrate "
-    "--results-out` wrote): its verdicts are shown, drive the queue's order and are measured "
-    "against the labels.",
-)
-@click.option("--port", type=click.IntRange(0, 65535), default=8100, show_default=True)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on; any but loopback needs JUDGE_SERVICE_TOKEN.",
-)
-@click.option(
-    "--record",
-    default="calibration.json",
-    show_default=True,
-    type=click.Path(dir_okay=False),
-    help="Where the page's button writes the calibration record.",
-)
-@click.option(
-    "--min-kappa",
-    type=click.FloatRange(-1, 1),
-    default=0.6,
-    show_default=True,
-    help="The record's threshold, as `judge calibrate --min-kappa`.",
-)
-@strict_interval_option("As `judge calibrate --strict-interval`.")
-@click.option(
-    "--low-confidence",
-    type=click.FloatRange(0, 1),
-    default=0.7,
-    show_default=True,
-    help="Verdicts under this confidence are queued with the uncertain ones.",
-)
-@click.option(
-    "--reviewer",
-    default=user_name,
-    help="The name kept with each label (default: your user name; the page can set its own).",
-)
-@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
-    default="warning",
-    show_default=True,
-)
-@judge_options
+@_review_options
 def review_command(
     sample: str,
     results: str | None,
@@ -89,24 +95,73 @@ def review_command(
     asked of it."""
     import uvicorn
 
-    from judge.calibrate._review import Review
     from judge.service._app import TOKEN_ENV
-    from judge.service._review import create_review_app, is_loopback
+    from judge.service._review import create_review_app
 
     token = os.environ.get(TOKEN_ENV) or None
+    _refuse_unsafe(sample, host, token)
+    review, cases = _read_review(
+        sample,
+        results,
+        options,
+        low_confidence=low_confidence,
+        min_kappa=min_kappa,
+        strict=strict,
+        record=record,
+        reviewer=reviewer,
+    )
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
+    judged = sum(1 for c in cases if c.id in review.results)
+    click.echo(
+        f"judge review: {len(cases)} cases of {sample}"
+        + (f", {judged} with verdicts from {results}" if results else "")
+        + f": open {url}"
+        + (f"#token=<{TOKEN_ENV}>" if token else ""),
+        err=True,
+    )
+    app = create_review_app(review, token=token)
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, [url]).start()
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _refuse(message: str) -> NoReturn:
+    click.echo(f"judge review: {message}", err=True)
+    sys.exit(EXIT_UNREADABLE)
+
+
+def _refuse_unsafe(sample: str, host: str, token: str | None) -> None:
+    """Exit 2 for a sample the labels cannot be written into, or for an address beyond
+    loopback without a token."""
+    from judge.service._app import TOKEN_ENV
+    from judge.service._review import is_loopback
+
     if sample.lower().endswith(".parquet"):
-        click.echo(
-            "judge review: labels are written into the sample line by line: give it as JSON Lines",
-            err=True,
-        )
-        sys.exit(EXIT_UNREADABLE)
+        _refuse("labels are written into the sample line by line: give it as JSON Lines")
     if not is_loopback(host) and token is None:
-        click.echo(
-            f"judge review: {host} is not a loopback address: set {TOKEN_ENV} so that only "
-            "those who hold it can read and label the sample",
-            err=True,
+        _refuse(
+            f"{host} is not a loopback address: set {TOKEN_ENV} so that only those who hold "
+            "it can read and label the sample"
         )
-        sys.exit(EXIT_UNREADABLE)
+
+
+def _read_review(
+    sample: str,
+    results: str | None,
+    options: dict[str, Any],
+    *,
+    low_confidence: float,
+    min_kappa: float,
+    strict: bool,
+    record: str,
+    reviewer: str | None,
+) -> tuple[Review, list[Case]]:
+    """The review of `sample` and its cases, read now (exit 2 when they cannot be)."""
+    from judge.calibrate._review import Review
 
     def judge_for(answers: bool) -> Any:
         return make_judge({**options, "answers": answers})
@@ -126,25 +181,8 @@ def review_command(
         _, cases = review.read()
         review.agreement()  # the statistics libraries load now, not at the first label
     except (InputError, JudgeError, ValueError) as exc:
-        click.echo(f"judge review: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/"
-    judged = sum(1 for c in cases if c.id in review.results)
-    click.echo(
-        f"judge review: {len(cases)} cases of {sample}"
-        + (f", {judged} with verdicts from {results}" if results else "")
-        + f": open {url}"
-        + (f"#token=<{TOKEN_ENV}>" if token else ""),
-        err=True,
-    )
-    app = create_review_app(review, token=token)
-    if open_browser:
-        import threading
-        import webbrowser
-
-        threading.Timer(1.0, webbrowser.open, [url]).start()
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+        _refuse(str(exc))
+    return review, cases
 
 
 COMMANDS = (review_command,)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -39,95 +40,108 @@ from judge.runs._runner import AgentLoop, Grader, Runner, check_resumable
 
 if TYPE_CHECKING:
     from judge.checks._env import EnvironmentFactory
+    from judge.endpoints._batch import BatchState
+    from judge.endpoints._endpoint import Endpoint
+    from judge.runs._records import Key
+    from judge.runs._runner import OnRecord, Plan
+
+
+_run_options = stack_options(
+    click.option(
+        "--models",
+        required=True,
+        help="Comma-separated candidate models as the endpoint names them; `local`: the "
+        "embedded model.",
+    ),
+    click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True),
+    click.option(
+        "--base-url", help=f"The candidates' OpenAI-compatible endpoint [{OPENROUTER_URL}]."
+    ),
+    click.option(
+        "--api-key-env",
+        metavar="NAME",
+        help="The environment variable holding the endpoint's key (default: OPENROUTER_API_KEY "
+        "for OpenRouter, none elsewhere).",
+    ),
+    click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        help="Append one line per response here as each finishes. Rerun with the same file "
+        "to resume it: the (model, case, run) already answered are not asked again (failed "
+        "requests are), stored responses without a usable verdict are judged (with --judge), "
+        "and a file run with other settings is refused (default: standard output).",
+    ),
+    click.option(
+        "--reasoning-effort",
+        default="low",
+        show_default=True,
+        help="reasoning.effort for every candidate; `off` sends no reasoning field.",
+    ),
+    click.option(
+        "--provider", metavar="SLUG", help="Pin one provider: order [SLUG], no fallbacks."
+    ),
+    click.option(
+        "--temperature",
+        type=float,
+        default=0.0,
+        show_default=True,
+        help="Sent only when every candidate supports it.",
+    ),
+    click.option(
+        "--seed",
+        type=int,
+        help="Run r gets SEED + r - 1; sent only when every candidate supports it.",
+    ),
+    click.option(
+        "--concurrency",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Requests in flight at once to the candidates, and to the judge (with --judge).",
+    ),
+    click.option(
+        "--timeout",
+        type=float,
+        default=120.0,
+        show_default=True,
+        help="Seconds before one request is abandoned (and retried); the embedded model is "
+        "waited for at least 900.",
+    ),
+    click.option(
+        "--no-preflight",
+        is_flag=True,
+        help="Skip GET /models (an endpoint without it): tools unchecked, temperature left out.",
+    ),
+    click.option(
+        "--max-steps",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="With --env or --agent: requests per agent run before it stops as StepLimit.",
+    ),
+    click.option(
+        "--agent",
+        metavar="MODULE:CALLABLE",
+        help="Run your own agent: `await agent(case, chat)` (or with `env=`), where "
+        "`chat(messages, tools=...)` asks the current candidate; it returns the transcript.",
+    ),
+    agent_trajectory_options,
+    stack_options(*JUDGE_CHOICE),
+    stack_options(*REPORT_OPTIONS),
+    batch_options,
+    click.option(
+        "--price-per-mtok",
+        type=float,
+        help="With --batch: USD per million tokens, to show the batches' cost online and at "
+        "the batch price.",
+    ),
+)
 
 
 @click.command("run")
 @click.argument("cases", type=click.Path(dir_okay=False))
-@click.option(
-    "--models",
-    required=True,
-    help="Comma-separated candidate models as the endpoint names them; `local`: the "
-    "embedded model.",
-)
-@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--base-url", help=f"The candidates' OpenAI-compatible endpoint [{OPENROUTER_URL}].")
-@click.option(
-    "--api-key-env",
-    metavar="NAME",
-    help="The environment variable holding the endpoint's key (default: OPENROUTER_API_KEY "
-    "for OpenRouter, none elsewhere).",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Append one line per response here as each finishes. Rerun with the same file "
-    "to resume it: the (model, case, run) already answered are not asked again (failed "
-    "requests are), stored responses without a usable verdict are judged (with --judge), and "
-    "a file run with other settings is refused (default: standard output).",
-)
-@click.option(
-    "--reasoning-effort",
-    default="low",
-    show_default=True,
-    help="reasoning.effort for every candidate; `off` sends no reasoning field.",
-)
-@click.option("--provider", metavar="SLUG", help="Pin one provider: order [SLUG], no fallbacks.")
-@click.option(
-    "--temperature",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Sent only when every candidate supports it.",
-)
-@click.option(
-    "--seed",
-    type=int,
-    help="Run r gets SEED + r - 1; sent only when every candidate supports it.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Requests in flight at once to the candidates, and to the judge (with --judge).",
-)
-@click.option(
-    "--timeout",
-    type=float,
-    default=120.0,
-    show_default=True,
-    help="Seconds before one request is abandoned (and retried); the embedded model is "
-    "waited for at least 900.",
-)
-@click.option(
-    "--no-preflight",
-    is_flag=True,
-    help="Skip GET /models (an endpoint without it): tools unchecked, temperature left out.",
-)
-@click.option(
-    "--max-steps",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="With --env or --agent: requests per agent run before it stops as StepLimit.",
-)
-@click.option(
-    "--agent",
-    metavar="MODULE:CALLABLE",
-    help="Run your own agent: `await agent(case, chat)` (or with `env=`), where "
-    "`chat(messages, tools=...)` asks the current candidate; it returns the transcript.",
-)
-@agent_trajectory_options
-@stack_options(*JUDGE_CHOICE)
-@stack_options(*REPORT_OPTIONS)
-@batch_options
-@click.option(
-    "--price-per-mtok",
-    type=float,
-    help="With --batch: USD per million tokens, to show the batches' cost online and at "
-    "the batch price.",
-)
+@_run_options
 def run_command(
     cases: str,
     models: str,
@@ -158,99 +172,153 @@ def run_command(
     text or --max-steps is reached; the whole transcript is graded."""
     require_files((cases,))
     batching = Batching.take(judging)
-    env_spec = judging["env"]
+    env_spec = judging["env"]  # before the trajectory options are taken out of `judging`
     match, factory = trajectory_or_exit(judging, "run")
     loop = _loop(env_spec, factory, agent, max_steps)
-    given = click.get_current_context().get_parameter_source("max_steps")
-    if loop is None and given == click.core.ParameterSource.COMMANDLINE:
-        click.echo("judge run: --max-steps is for agent runs: add --env or --agent", err=True)
-        sys.exit(EXIT_UNREADABLE)
+    _refuse_max_steps(loop)
     names = list(dict.fromkeys(m.strip() for m in models.split(",") if m.strip()))
     if not names:
         raise click.BadParameter("name at least one model", param_hint="--models")
     if batching is not None:
-        refused = (
-            "--batch-file and --batch-results are for judge grade"
-            if batching.file or batching.results
-            else "a batch holds single requests: agent runs (--env, --agent) take several steps"
-            if loop is not None
-            else "the embedded model has no Batch API"
-            if LOCAL in names
-            else "--batch keeps its state beside the runs file: give -o FILE"
-            if output is None
-            else None
-        )
-        if refused is not None:
-            click.echo(f"judge run: {refused}", err=True)
-            sys.exit(EXIT_UNREADABLE)
+        _refuse_batching(batching, names, loop, output)
     loaded = load_run_cases(cases, "run")
-    try:
-        endpoint = candidate_endpoint(names, base_url, api_key_env)
-    except PreflightError as exc:
-        click.echo(f"judge run: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+    endpoint = _endpoint(names, base_url, api_key_env)
     requested = Requested(
         reasoning_effort=None if reasoning_effort.lower() == "off" else reasoning_effort,
         provider=provider,
         temperature=temperature,
         seed=seed,
     )
-    key_hint = api_key_env or "OPENROUTER_API_KEY"
     resuming = output is not None and os.path.exists(output)
     done = {r.key: r for r in read_records(output, "run")} if output and resuming else {}
+    run = _Run(names, requested, endpoint, preflight=not no_preflight, timeout=timeout,
+               key_hint=api_key_env or "OPENROUTER_API_KEY", concurrency=concurrency,
+               loop=loop, output=output, resuming=resuming, done=done)  # fmt: skip
     judge = run_judge(
         judging, concurrency, "run", match=match, env=factory, agent_runs=loop is not None
     )
+    grader = Grader(judge, text_calls=calls_in_text(judging), match=match, env=factory)
+    records = finish_run(closing_judge(run.go(loaded, runs, grader, batching), judge), "run")
+    if run.spent and run.spent[0].batches:
+        lines = cost_lines(run.spent[0], price_per_mtok, batching.discount if batching else 0.5)
+        click.echo("\n".join(lines), err=True)
+    report_runs(records, report_format, html, sys.stdout if output else sys.stderr)
 
-    async def go() -> list[RunRecord]:
+
+def _refuse(message: str) -> NoReturn:
+    click.echo(f"judge run: {message}", err=True)
+    sys.exit(EXIT_UNREADABLE)
+
+
+def _refuse_max_steps(loop: AgentLoop | None) -> None:
+    """Exit 2 for a --max-steps given on the command line to a run that is no agent run."""
+    given = click.get_current_context().get_parameter_source("max_steps")
+    if loop is None and given == click.core.ParameterSource.COMMANDLINE:
+        _refuse("--max-steps is for agent runs: add --env or --agent")
+
+
+def _refuse_batching(
+    batching: Batching, names: list[str], loop: AgentLoop | None, output: str | None
+) -> None:
+    """Exit 2 when `--batch` cannot run with the other options."""
+    refused = (
+        "--batch-file and --batch-results are for judge grade"
+        if batching.file or batching.results
+        else "a batch holds single requests: agent runs (--env, --agent) take several steps"
+        if loop is not None
+        else "the embedded model has no Batch API"
+        if LOCAL in names
+        else "--batch keeps its state beside the runs file: give -o FILE"
+        if output is None
+        else None
+    )
+    if refused is not None:
+        _refuse(refused)
+
+
+def _endpoint(names: list[str], base_url: str | None, api_key_env: str | None) -> Endpoint | None:
+    """The endpoint of the hosted candidates (exit 2 when its key is missing)."""
+    try:
+        return candidate_endpoint(names, base_url, api_key_env)
+    except PreflightError as exc:
+        _refuse(str(exc))
+
+
+@dataclass
+class _Run:
+    """What `judge run` asks of the candidates, and where it stores their records."""
+
+    names: list[str]
+    requested: Requested
+    endpoint: Endpoint | None
+    preflight: bool
+    """Read the endpoint's GET /models (not --no-preflight)."""
+    timeout: float
+    key_hint: str
+    concurrency: int
+    loop: AgentLoop | None
+    output: str | None
+    resuming: bool
+    """`output` exists already: the run resumes it."""
+    done: dict[Key, RunRecord]
+    """The records `output` holds, by key."""
+    spent: list[BatchState] = field(default_factory=list)
+    """With --batch: the batches' state, for their cost."""
+
+    async def go(
+        self, cases: list[Any], runs: int, grader: Grader, batching: Batching | None
+    ) -> list[RunRecord]:
+        """The settings agreed with the endpoint, then every record asked (or read back from
+        the batches), stored as it finishes."""
         agreed = await preflight(
-            names,
-            requested,
-            endpoint=endpoint,
-            check=not no_preflight,
-            timeout=timeout,
-            key_hint=key_hint,
+            self.names,
+            self.requested,
+            endpoint=self.endpoint,
+            check=self.preflight,
+            timeout=self.timeout,
+            key_hint=self.key_hint,
         )
         for warning in agreed.warnings:
             click.echo(f"judge run: warning: {warning}", err=True)
-        check_resumable(done.values(), agreed, output or "", loop)
-        if output and resuming:
-            compact(output, done.values())  # drop a line cut short, so appending stays clean
+        check_resumable(self.done.values(), agreed, self.output or "", self.loop)
+        if self.output and self.resuming:
+            compact(self.output, self.done.values())  # drop a line cut short: appends stay clean
         runner = Runner(
             agreed,
-            endpoint=endpoint,
-            grader=Grader(judge, text_calls=calls_in_text(judging), match=match, env=factory),
-            concurrency=concurrency,
-            timeout=timeout,
-            key_hint=key_hint,
-            loop=loop,
+            endpoint=self.endpoint,
+            grader=grader,
+            concurrency=self.concurrency,
+            timeout=self.timeout,
+            key_hint=self.key_hint,
+            loop=self.loop,
         )
         async with runner:
-            plan = runner.plan(loaded, names, runs, done)
-            if batching is None:
-                return await store_records(
-                    output, done, plan.total, "run", lambda on: runner.run(plan, on_record=on)
-                )
+            plan = runner.plan(cases, self.names, runs, self.done)
+            start = (
+                self._batched(runner, plan, batching)
+                if batching is not None
+                else lambda on: runner.run(plan, on_record=on)
+            )
+            return await store_records(self.output, self.done, plan.total, "run", start)
 
-            async def batched(on: Callable[[RunRecord], None]) -> None:
-                state = await runner.run_batched(
-                    plan,
-                    on_record=on,
-                    state_path=f"{output}.batch.json",
-                    options=batching.options(),
-                    discount=batching.discount,
-                    on_progress=progress_printer("run"),
-                )
-                spent.append(state)
+    def _batched(
+        self, runner: Runner, plan: Plan, batching: Batching
+    ) -> Callable[[OnRecord], Awaitable[None]]:
+        """`--batch`: the run through the endpoint's Batch API, its state kept beside the
+        runs file."""
 
-            return await store_records(output, done, plan.total, "run", batched)
+        async def batched(on: OnRecord) -> None:
+            state = await runner.run_batched(
+                plan,
+                on_record=on,
+                state_path=f"{self.output}.batch.json",
+                options=batching.options(),
+                discount=batching.discount,
+                on_progress=progress_printer("run"),
+            )
+            self.spent.append(state)
 
-    spent: list[Any] = []
-    records = finish_run(closing_judge(go(), judge), "run")
-    if spent and spent[0].batches:
-        lines = cost_lines(spent[0], price_per_mtok, batching.discount if batching else 0.5)
-        click.echo("\n".join(lines), err=True)
-    report_runs(records, report_format, html, sys.stdout if output else sys.stderr)
+        return batched
 
 
 def _loop(

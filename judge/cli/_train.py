@@ -8,44 +8,54 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from judge._errors import InputError, JudgeError
-from judge.cli._common import EXIT_UNREADABLE, progress_bar, same_file
+from judge.cli._common import EXIT_UNREADABLE, progress_bar, same_file, stack_options
+
+if TYPE_CHECKING:
+    from judge.calibrate._probe_data import Source
+    from judge.judging._linear_probe import Probe
 
 _WAYS = ("probe", "extras_only", "knn", "rubric")
 
 
+_train_options = stack_options(
+    click.option(
+        "-o",
+        "--output",
+        required=True,
+        type=click.Path(dir_okay=False),
+        help="Write the probe here (JSON: its weights and manifest), overwritten.",
+    ),
+    click.option(
+        "--report",
+        "report_path",
+        type=click.Path(dir_okay=False),
+        help="Also write the held-out figures here, as JSON.",
+    ),
+    click.option("--strict", is_flag=True, help="A key the case format does not know is an error."),
+    click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        help="Where answers and hidden states are cached (default: JUDGE_CACHE_DIR, else the "
+        "user cache folder).",
+    ),
+    click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+    click.option(
+        "--only-cached",
+        is_flag=True,
+        help="Ask the model nothing: fit on the cases whose answers and hidden states the "
+        "cache holds (what an interrupted run finished), and count the others as left out.",
+    ),
+)
+
+
 @click.command("train")
 @click.argument("labelled", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Write the probe here (JSON: its weights and manifest), overwritten.",
-)
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False),
-    help="Also write the held-out figures here, as JSON.",
-)
-@click.option("--strict", is_flag=True, help="A key the case format does not know is an error.")
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False),
-    help="Where answers and hidden states are cached (default: JUDGE_CACHE_DIR, else the "
-    "user cache folder).",
-)
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
-@click.option(
-    "--only-cached",
-    is_flag=True,
-    help="Ask the model nothing: fit on the cases whose answers and hidden states the cache "
-    "holds (what an interrupted run finished), and count the others as left out.",
-)
+@_train_options
 def train_command(
     labelled: tuple[str, ...],
     output: str,
@@ -61,27 +71,48 @@ def train_command(
     (cross-validated where a dimension has one source), against the rubric's own weights; a
     dimension whose probe does not beat them is left out of the file. Use it with
     `judge grade --probe FILE`."""
-    from judge.calibrate._probe_data import Source, collect, file_sha256
     from judge.calibrate._probe_data import labelled as has_labels
-    from judge.calibrate._probe_train import train
-    from judge.cases._loading import load_cases
-    from judge.endpoints._local import MODEL_SHA256
-    from judge.judging._rubric import load_rubrics
 
+    _refuse_outputs(labelled, output, report_path)
+    sources = _read_sources(labelled, strict)
+    if not any(has_labels(c) for s in sources for c in s.cases):
+        _refuse("no case has a label to learn from")
+    try:
+        probe, report = _fit(sources, cache_dir, cache=not no_cache, only_cached=only_cached)
+    except JudgeError as exc:
+        _refuse(str(exc))
+    _write(output, probe.to_bytes())
+    if report_path:
+        _write(report_path, (json.dumps(report, indent=2) + "\n").encode())
+    _print(report, probe.manifest.kept)
+    click.echo(f"probe -> {output} (sha256 {probe.sha256[:16]}..., {len(probe.heads)} heads)")
+
+
+def _refuse(message: str) -> NoReturn:
+    click.echo(f"judge local train: {message}", err=True)
+    sys.exit(EXIT_UNREADABLE)
+
+
+def _refuse_outputs(labelled: tuple[str, ...], output: str, report_path: str | None) -> None:
+    """Exit 2, before the long work, when an output is an input, both outputs are one file,
+    or an output's folder cannot be written."""
     for path in (output, report_path):
         if path and any(same_file(source, path) for source in labelled):
-            click.echo(
-                f"judge local train: {path} is an input: refusing to write over it", err=True
-            )
-            sys.exit(EXIT_UNREADABLE)
+            _refuse(f"{path} is an input: refusing to write over it")
     if report_path and os.path.abspath(report_path) == os.path.abspath(output):
-        click.echo("judge local train: --report and -o name the same file", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    for path in (output, report_path):  # before the long work, not after it
+        _refuse("--report and -o name the same file")
+    for path in (output, report_path):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
         if folder and not os.access(folder, os.W_OK):
-            click.echo(f"judge local train: cannot write {path} (no such folder?)", err=True)
-            sys.exit(EXIT_UNREADABLE)
+            _refuse(f"cannot write {path} (no such folder?)")
+
+
+def _read_sources(labelled: tuple[str, ...], strict: bool) -> list[Source]:
+    """Each file's cases as one source, named by its stem (made unique); exit 2 when one
+    cannot be read, each case that cannot be said on standard error."""
+    from judge.calibrate._probe_data import Source, file_sha256
+    from judge.cases._loading import load_cases
+
     sources = []
     names: set[str] = set()
     try:
@@ -95,45 +126,43 @@ def train_command(
             names.add(name)
             sources.append(Source(name, path, file_sha256(path), tuple(loaded)))
     except (InputError, JudgeError) as exc:
-        click.echo(f"judge local train: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+        _refuse(str(exc))
+    return sources
+
+
+def _fit(
+    sources: list[Source], cache_dir: str | None, *, cache: bool, only_cached: bool
+) -> tuple[Probe, dict[str, object]]:
+    """The embedded judge's hidden states on every case (a progress bar on a terminal), and
+    the probe fitted on them with its held-out figures."""
+    from judge.calibrate._probe_data import collect
+    from judge.calibrate._probe_train import train
+    from judge.endpoints._local import MODEL_SHA256
+    from judge.judging._rubric import load_rubrics
+
     total = sum(len(s.cases) for s in sources)
-    if not any(has_labels(c) for s in sources for c in s.cases):
-        click.echo("judge local train: no case has a label to learn from", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    try:
-        with progress_bar("hidden states", total, sys.stderr.isatty()) as advance:
-            units, left_out = asyncio.run(
-                collect(
-                    sources,
-                    cache_dir=cache_dir,
-                    cache=not no_cache,
-                    only_cached=only_cached,
-                    progress=lambda done, _: advance(1),
-                )
+    with progress_bar("hidden states", total, sys.stderr.isatty()) as advance:
+        units, left_out = asyncio.run(
+            collect(
+                sources,
+                cache_dir=cache_dir,
+                cache=cache,
+                only_cached=only_cached,
+                progress=lambda done, _: advance(1),
             )
-        if left_out:
-            click.echo(
-                f"judge local train: {left_out} case(s) not in the cache, left out", err=True
-            )
-        quick = load_rubrics(kind="quick")
-        rubrics = {r.name: r.version for r in quick.all if r.scored}
-        probe, report = train(
-            sources,
-            units,
-            left_out=left_out,
-            model_sha256=MODEL_SHA256,
-            rubrics=rubrics,
-            say=lambda line: click.echo(line, err=True),
         )
-    except JudgeError as exc:
-        click.echo(f"judge local train: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    _write(output, probe.to_bytes())
-    if report_path:
-        _write(report_path, (json.dumps(report, indent=2) + "\n").encode())
-    _print(report, probe.manifest.kept)
-    click.echo(f"probe -> {output} (sha256 {probe.sha256[:16]}..., {len(probe.heads)} heads)")
+    if left_out:
+        click.echo(f"judge local train: {left_out} case(s) not in the cache, left out", err=True)
+    quick = load_rubrics(kind="quick")
+    rubrics = {r.name: r.version for r in quick.all if r.scored}
+    return train(
+        sources,
+        units,
+        left_out=left_out,
+        model_sha256=MODEL_SHA256,
+        rubrics=rubrics,
+        say=lambda line: click.echo(line, err=True),
+    )
 
 
 def _write(path: str, data: bytes) -> None:

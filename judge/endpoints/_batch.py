@@ -13,24 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-import openai
 from pydantic import BaseModel, Field, ValidationError
 
 from judge._errors import InputError
 from judge.cases._files import write_atomically
 from judge.cases._json import dumps, loads
-from judge.endpoints._client import JudgeEndpointError, sdk_client
+from judge.endpoints._batch_client import BATCH_URL, BatchClient
 from judge.endpoints._endpoint import Endpoint
-from judge.endpoints._retry import RateGate, RetryPolicy, call_with_retries
 
-BATCH_URL: Literal["/v1/chat/completions"] = "/v1/chat/completions"
 MAX_REQUESTS = 50_000
 """Requests per batch (OpenAI's limit)."""
 MAX_BYTES = 200 * 1024 * 1024
@@ -215,7 +210,6 @@ class BatchRun:
             )
         self.state.endpoint = endpoint.base_url
         self.progress = Progress()
-        self._policy, self._rate = RetryPolicy(), RateGate()
         self.submitted = 0
         """Batches created by this run (0: a resumed run found its batches)."""
 
@@ -225,7 +219,7 @@ class BatchRun:
         """Until every request (key -> body) but those `answered` already has a reply or is
         given up: wait for the batches in the state file, then submit what is left."""
         skip = set(answered)
-        client = sdk_client(self.endpoint, timeout=120.0)
+        client = BatchClient(self.endpoint, timeout=120.0)
         try:
             while True:
                 await self._settle(client, requests, accept)
@@ -234,7 +228,7 @@ class BatchRun:
                     return self.state
                 await self._submit(client, todo, requests)
         finally:
-            await client.close()
+            await client.aclose()
 
     def _todo(self, requests: Mapping[str, dict[str, Any]], skip: set[str]) -> list[str]:
         state, pending = self.state, self.state.pending()
@@ -249,7 +243,7 @@ class BatchRun:
         return todo
 
     async def _submit(
-        self, client: openai.AsyncOpenAI, todo: list[str], requests: Mapping[str, dict[str, Any]]
+        self, client: BatchClient, todo: list[str], requests: Mapping[str, dict[str, Any]]
     ) -> None:
         lines = {key: batch_line(key, requests[key]) for key in todo}
         unrecorded = await self._unrecorded(client)
@@ -258,26 +252,11 @@ class BatchRun:
             found = unrecorded.get(digest)
             submitted = None if found is None else found.model_copy(update={"keys": keys})
             if submitted is None:
-                data = b"".join(lines[k] + b"\n" for k in keys)
-                upload = await self._call(
-                    partial(
-                        client.files.create,
-                        file=("judge-batch.jsonl", io.BytesIO(data)),
-                        purpose="batch",
-                    )
-                )
-                batch = await self._call(
-                    partial(
-                        client.batches.create,
-                        input_file_id=upload.id,
-                        endpoint=BATCH_URL,
-                        completion_window=self.options.window,  # type: ignore[arg-type]
-                        metadata={"judge_chunk": digest},
-                    )
-                )
+                upload = await client.upload(b"".join(lines[k] + b"\n" for k in keys))
+                batch = await client.create(upload, digest, self.options.window)
                 submitted = Submitted(
                     id=batch.id,
-                    input_file_id=upload.id,
+                    input_file_id=upload,
                     chunk=digest,
                     keys=keys,
                     status=batch.status,
@@ -288,16 +267,12 @@ class BatchRun:
             self.state.batches.append(submitted)
             self.state.save(self.path)
 
-    async def _unrecorded(self, client: openai.AsyncOpenAI) -> dict[str, Submitted]:
+    async def _unrecorded(self, client: BatchClient) -> dict[str, Submitted]:
         """Batches this tool created but did not record (it was stopped in between), by the
         digest of their requests in their metadata: adopted, so none is paid for twice."""
         known = {b.id for b in self.state.batches}
-        try:
-            listed = await client.batches.list(limit=100)
-        except openai.APIError:
-            return {}
         found = {}
-        for batch in listed.data:
+        for batch in await client.recent():
             digest = (batch.metadata or {}).get("judge_chunk")
             if digest and batch.id not in known and batch.status not in _GONE:
                 found[digest] = Submitted(
@@ -310,7 +285,7 @@ class BatchRun:
         return found
 
     async def _settle(
-        self, client: openai.AsyncOpenAI, requests: Mapping[str, dict[str, Any]], accept: Accept
+        self, client: BatchClient, requests: Mapping[str, dict[str, Any]], accept: Accept
     ) -> None:
         """Poll every batch not yet read until it ends, then read its replies."""
         open_batches = [b for b in self.state.batches if not b.ingested]
@@ -322,7 +297,7 @@ class BatchRun:
             for submitted in open_batches:
                 if submitted.ingested:
                     continue
-                batch = await self._call(partial(client.batches.retrieve, submitted.id), gone=True)
+                batch = await client.retrieve(submitted.id)
                 if batch is None:
                     self._lost(submitted)
                     self.state.save(self.path)
@@ -360,7 +335,7 @@ class BatchRun:
 
     async def _read(
         self,
-        client: openai.AsyncOpenAI,
+        client: BatchClient,
         submitted: Submitted,
         batch: Any,
         requests: Mapping[str, dict[str, Any]],
@@ -369,9 +344,9 @@ class BatchRun:
         found = Output()
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                content = await self._call(partial(client.files.content, file_id))
+                content = await client.content(file_id)
                 part = await read_output(
-                    content.content, requests, accept, f"batch {submitted.id}", submitted.id
+                    content, requests, accept, f"batch {submitted.id}", submitted.id
                 )
                 found.kept |= part.kept
                 found.failed.update(part.failed)
@@ -396,22 +371,6 @@ class BatchRun:
                 state.failed[key] = why
                 state.unfinished.add(key)
         submitted.ingested = True
-
-    async def _call(self, make: Callable[[], Awaitable[Any]], *, gone: bool = False) -> Any:
-        """`make()` through the one retry policy (429s, 5xx, timeouts, Retry-After; never an
-        exhausted quota). A refusal for good is `JudgeEndpointError`; with `gone`, a 404 (a
-        batch the endpoint no longer knows) is None."""
-        where = self.endpoint.base_url
-        try:
-            return await call_with_retries(make, self._policy, self._rate)
-        except openai.APIStatusError as exc:
-            if exc.status_code == 404 and gone:
-                return None
-            raise JudgeEndpointError(
-                f"the batch endpoint {where} refused ({exc.status_code}): {exc.message}"
-            ) from None
-        except openai.APIConnectionError as exc:  # timeouts included
-            raise JudgeEndpointError(f"cannot reach {where}: {exc}") from None
 
 
 def _ended(batch: Any) -> str | None:

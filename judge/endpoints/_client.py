@@ -4,16 +4,21 @@ policy, to an endpoint."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import openai
-from openai.types.chat import ChatCompletion
+import orjson
 
 from judge._errors import JudgeError
 from judge.endpoints._endpoint import Endpoint
+from judge.endpoints._http import JsonPoster
 from judge.endpoints._local import local_endpoint
+from judge.endpoints._reply import Reply as Reply
+from judge.endpoints._reply import ResponseFormat as ResponseFormat
+from judge.endpoints._reply import Token as Token
+from judge.endpoints._reply import reply_of
 from judge.endpoints._retry import (
     RateGate,
     RetryPolicy,
@@ -24,7 +29,6 @@ from judge.endpoints._retry import (
 
 T = TypeVar("T")
 
-ResponseFormat = Literal["json_schema", "json_object", "tool"]
 _VERDICT_TOOL = "submit_verdict"
 
 
@@ -36,30 +40,6 @@ class JudgeEndpointError(JudgeError):
 class JudgeRequestError(JudgeError):
     """One request failed for good (a bad request, or retries ran out): that case gets
     `judge_error`, the run goes on."""
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What one request returned."""
-
-    text: str
-    finish_reason: str | None
-    refusal: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    tokens: tuple[Token, ...] = ()
-    """The reply's tokens with their top alternatives, when logprobs were asked and given."""
-    cached_tokens: int | None = None
-    """Prompt tokens the server served from its prompt cache, where it says."""
-
-
-@dataclass(frozen=True)
-class Token:
-    """One generated token and its most likely alternatives (itself among them), as
-    (text, logprob)."""
-
-    text: str
-    alternatives: tuple[tuple[str, float], ...]
 
 
 LOCAL_TIMEOUT_S = 900.0
@@ -104,6 +84,7 @@ class EndpointClient:
         policy: RetryPolicy | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.timeout = timeout
         self._client = sdk_client(endpoint, timeout)
         self._slots = asyncio.Semaphore(concurrency)
         self._policy = policy or RetryPolicy()
@@ -111,23 +92,32 @@ class EndpointClient:
 
     async def request(self, send: Callable[[], Awaitable[T]], what: str) -> T:
         """`send()` with retries on transient faults; a failure for good is the subclass's
-        `refused` (an HTTP status) or `failed` (no usable HTTP reply)."""
+        `refused` (an HTTP status), else `unreachable` or `unreadable` (by default `failed`:
+        no usable HTTP reply)."""
         try:
             return await call_with_retries(send, self._policy, self._gate)
         except openai.APIStatusError as exc:
             raise self.refused(exc, what) from None
         except openai.APIConnectionError as exc:
-            raise self.failed(f"cannot reach {self.endpoint.base_url} ({what}): {exc}") from None
+            raise self.unreachable(exc, what) from None
         except (openai.APIError, ValueError) as exc:  # a body that is not the JSON asked for
-            raise self.failed(
-                f"{self.endpoint.base_url} sent an unreadable reply ({what}): {exc}"
-            ) from None
+            if (error := self.unreadable(exc, what)) is None:
+                raise
+            raise error from None
 
     def refused(self, exc: openai.APIStatusError, what: str) -> JudgeError:
         raise NotImplementedError
 
     def failed(self, message: str) -> JudgeError:
         raise NotImplementedError
+
+    def unreachable(self, exc: openai.APIConnectionError, what: str) -> JudgeError:
+        """No HTTP reply (timeouts included), retries spent."""
+        return self.failed(f"cannot reach {self.endpoint.base_url} ({what}): {exc}")
+
+    def unreadable(self, exc: Exception, what: str) -> JudgeError | None:
+        """A reply the SDK could not read; None raises `exc` as it is."""
+        return self.failed(f"{self.endpoint.base_url} sent an unreadable reply ({what}): {exc}")
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -136,19 +126,29 @@ class EndpointClient:
 class ChatClient(EndpointClient):
     """The judge's chat completions: a reply that fits a verdict schema."""
 
+    @functools.cached_property
+    def _poster(self) -> JsonPoster:
+        return JsonPoster(self._client, self.timeout)
+
+    async def aclose(self) -> None:
+        await self._poster.aclose()
+        await super().aclose()
+
     async def send(self, body: dict[str, Any], mode: ResponseFormat | None) -> Reply:
         """POST one chat-completions body (as `complete_body` or `answer_body` built it)."""
 
-        async def send() -> ChatCompletion:
-            async with self._slots:
-                # The SDK's own POST: its errors, timeouts and parsing, without the per-field
-                # transform of `create`, which costs more CPU than the request itself.
-                return await self._client.post(
-                    "/chat/completions", body=body, cast_to=ChatCompletion
-                )
+        data = orjson.dumps(body)
+        path = "/chat/completions"
 
-        completion = await self.request(send, f"judge model {self.endpoint.model}")
-        return reply_of(completion, mode)
+        async def send() -> Reply:
+            async with self._slots:
+                if self._poster.usable:  # the SDK's headers and errors, not its objects
+                    raw = await self._poster.post(path, data)
+                else:
+                    raw = await self._client.post(path, content=data, cast_to=bytes)
+            return reply_of(orjson.loads(raw), mode)  # not JSON: an unreadable reply
+
+        return await self.request(send, f"judge model {self.endpoint.model}")
 
     def refused(self, exc: openai.APIStatusError, what: str) -> JudgeError:
         return _classify_failure(exc, self.endpoint)
@@ -247,63 +247,6 @@ def _with_schema_in_prompt(
     )
     first, *rest = messages
     return [{**first, "content": first["content"] + note}, *rest]
-
-
-def reply_of(completion: Any, mode: ResponseFormat | None) -> Reply:
-    """What a chat completion (the SDK's object) says, for a request of this format."""
-    choices = getattr(completion, "choices", None) or []
-    if not choices:
-        return Reply("", None, None, *_usage(completion))
-    choice = choices[0]
-    message = choice.message
-    text = message.content or ""
-    tokens: tuple[Token, ...] = ()  # logprobs describe the content, not a tool call's arguments
-    if mode == "tool" and message.tool_calls:
-        text = message.tool_calls[0].function.arguments or ""
-    else:
-        tokens = _tokens(choice)
-    refusal = getattr(message, "refusal", None)
-    return Reply(
-        text,
-        choice.finish_reason,
-        refusal,
-        *_usage(completion),
-        tokens=tokens,
-        cached_tokens=_cached(completion),
-    )
-
-
-def _tokens(choice: Any) -> tuple[Token, ...]:
-    content = getattr(getattr(choice, "logprobs", None), "content", None) or ()
-    found = []
-    try:
-        for item in content:
-            tops = getattr(item, "top_logprobs", None) or ()
-            alternatives = tuple((str(t.token), float(t.logprob)) for t in tops)
-            if not any(t == item.token for t, _ in alternatives):
-                alternatives = ((str(item.token), float(item.logprob)), *alternatives)
-            found.append(Token(str(item.token), alternatives))
-    except (TypeError, ValueError):  # a null or odd logprob: no confidence, not a failure
-        return ()
-    return tuple(found)
-
-
-def _cached(completion: Any) -> int | None:
-    """Cached prompt tokens: OpenAI's `usage.prompt_tokens_details.cached_tokens`, or
-    llama.cpp's `timings.cache_n`."""
-    details = getattr(getattr(completion, "usage", None), "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None)
-    if cached is None:
-        timings = (getattr(completion, "model_extra", None) or {}).get("timings")
-        cached = timings.get("cache_n") if isinstance(timings, dict) else None
-    return int(cached) if isinstance(cached, int | float) else None
-
-
-def _usage(completion: Any) -> tuple[int, int]:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
-        return 0, 0
-    return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
 
 
 def _classify_failure(exc: openai.APIStatusError, endpoint: Endpoint) -> JudgeError:

@@ -25,8 +25,9 @@ from judge.endpoints._batch import (
     read_output,
     write_batch_file,
 )
-from judge.endpoints._client import reply_of
-from judge.judging._grade import Asked, Judge
+from judge.endpoints._reply import reply_of
+from judge.judging._asker import Asked
+from judge.judging._grade import Judge
 
 
 @dataclass
@@ -49,14 +50,13 @@ class Prepared:
         )
 
     def annotate(self, result: CaseResult) -> CaseResult:
-        """The result with the batches that answered its requests in its provenance."""
+        """The result with the batches that answered its requests named in its outcome."""
         judged = result.judge
         answered = self.state.answered
         ids = sorted({answered[k] for k in self.by_case.get(result.id, ()) if k in answered})
-        if judged is None or judged.provenance is None or not ids:
+        if judged is None or not ids:
             return result
-        provenance = judged.provenance.model_copy(update={"batch": ",".join(ids)})
-        judged = judged.model_copy(update={"provenance": provenance})
+        judged = judged.model_copy(update={"batch": ",".join(ids)})
         return result.model_copy(update={"judge": judged})
 
 
@@ -81,10 +81,10 @@ def acceptor(judge: Judge, asked: dict[str, Asked]) -> Accept:
     async def accept(key: str, body: dict[str, Any], origin: str) -> str | None:
         item = asked[key]
         try:
-            completion = ChatCompletion.model_validate(body)
+            ChatCompletion.model_validate(body)
         except ValidationError as exc:
             return f"not a chat completion: {str(exc).splitlines()[0]}"
-        return await judge.accept(item, reply_of(completion, item.mode))
+        return await judge.accept(item, reply_of(body, item.mode))
 
     return accept
 

@@ -86,30 +86,10 @@ def questions_for(
         if call is not None and failure.kind in DERIVED_PROBLEMS:
             broken.setdefault(call, []).append(failure)
     questions: list[Question] = []
-    selection: SelectionVerdict | None = None
     unknown = [f for fs in broken.values() for f in fs if f.kind == FailureKind.UNKNOWN_NAME]
-    if unknown and not judge_broken:
-        selection = SelectionVerdict(
-            reasoning="; ".join(f.message for f in unknown),
-            verdict="incorrect",
-            category="unknown_tool",
-            source="derived",
-            confidence=1.0,
-        )
-    else:
-        rubric = rubrics.selection
-        questions.append(
-            Question(
-                "selection",
-                rubric,
-                rubric.render(variables),
-                {}
-                if rubric.scored
-                else selection_schema(rubric.reasoning_max_length, rubric.decide_action),
-                tuple(range(len(case.tool_calls))),
-                _selection_counts(case, checked, per_call) if rubric.scored else (),
-            )
-        )
+    selection = _unknown_tool(unknown) if unknown and not judge_broken else None
+    if selection is None:
+        questions.append(_selection(case, checked, rubrics.selection, variables, per_call))
     derived: list[ArgumentVerdict] = []
     judged: list[int] = []
     for index in range(len(case.tool_calls)):
@@ -117,18 +97,67 @@ def questions_for(
             derived.append(derived_argument(index, broken[index]))
         else:
             judged.append(index)
-    rubric = rubrics.arguments
-    if rubric.scored:  # one question for every judged call: the case's prompt is shared
+    questions.extend(_arguments(rubrics.arguments, variables, judged, per_call))
+    if trajectory and rubrics.trajectory is not None:
+        rubric = rubrics.trajectory
+        chosen = {**variables, "steps": trajectory_steps(case)}
+        schema = trajectory_schema(rubric.reasoning_max_length)
+        questions.append(Question("trajectory", rubric, rubric.render(chosen), schema, ()))
+    if answers and rubrics.answer is not None and ends_in_text(case):
+        questions.append(_answer(case, rubrics.answer, variables))
+    return Questions(selection, derived, questions)
+
+
+def _unknown_tool(unknown: list[Failure]) -> SelectionVerdict:
+    """Selection decided without asking: a call names a tool the case does not list."""
+    return SelectionVerdict(
+        reasoning="; ".join(f.message for f in unknown),
+        verdict="incorrect",
+        category="unknown_tool",
+        source="derived",
+        confidence=1.0,
+    )
+
+
+def _selection(
+    case: Case,
+    checked: CaseResult,
+    rubric: Rubric,
+    variables: dict[str, Any],
+    per_call: list[tuple[tuple[str, float], ...]],
+) -> Question:
+    return Question(
+        "selection",
+        rubric,
+        rubric.render(variables),
+        {}
+        if rubric.scored
+        else selection_schema(rubric.reasoning_max_length, rubric.decide_action),
+        tuple(range(len(case.tool_calls))),
+        _selection_counts(case, checked, per_call) if rubric.scored else (),
+    )
+
+
+def _arguments(
+    rubric: Rubric,
+    variables: dict[str, Any],
+    judged: list[int],
+    per_call: list[tuple[tuple[str, float], ...]],
+) -> list[Question]:
+    """The arguments questions: one for every judged call with a scored rubric (the case's
+    prompt is shared), else one a call or one for all, as the rubric says."""
+    if rubric.scored:
         groups = [judged] if judged else []
     else:
         groups = [[i] for i in judged] if rubric.per_call else ([judged] if judged else [])
+    found = []
     for group in groups:
         chosen = {
             **variables,
             "judged_calls": [variables["calls"][i] for i in group],
             "ungrounded": [u for u in variables["ungrounded"] if u["call"] in group],
         }
-        questions.append(
+        found.append(
             Question(
                 "arguments",
                 rubric,
@@ -138,38 +167,25 @@ def questions_for(
                 call_counts=tuple(per_call[i] for i in group) if rubric.scored else (),
             )
         )
-    if trajectory and rubrics.trajectory is not None:
-        rubric = rubrics.trajectory
-        chosen = {**variables, "steps": trajectory_steps(case)}
-        questions.append(
-            Question(
-                "trajectory",
-                rubric,
-                rubric.render(chosen),
-                trajectory_schema(rubric.reasoning_max_length),
-                (),
-            )
-        )
-    if answers and rubrics.answer is not None and ends_in_text(case):
-        rubric = rubrics.answer
-        used = used_tools(case)
-        evidence = (
-            (("unsupported", float(len(unsupported_numbers(case)))),
-             ("tool_errors", float(failed_tool_results(case))))
-            if rubric.scored
-            else ()
-        )  # fmt: skip
-        questions.append(
-            Question(
-                "answer",
-                rubric,
-                rubric.render(variables),
-                {} if rubric.scored else answer_schema(rubric.reasoning_max_length),
-                (0,) if used else (),  # a scored rubric's branch: tools were used, or not
-                counts=evidence,
-            )
-        )
-    return Questions(selection, derived, questions)
+    return found
+
+
+def _answer(case: Case, rubric: Rubric, variables: dict[str, Any]) -> Question:
+    used = used_tools(case)
+    evidence = (
+        (("unsupported", float(len(unsupported_numbers(case)))),
+         ("tool_errors", float(failed_tool_results(case))))
+        if rubric.scored
+        else ()
+    )  # fmt: skip
+    return Question(
+        "answer",
+        rubric,
+        rubric.render(variables),
+        {} if rubric.scored else answer_schema(rubric.reasoning_max_length),
+        (0,) if used else (),  # a scored rubric's branch: tools were used, or not
+        counts=evidence,
+    )
 
 
 def _call_counts(

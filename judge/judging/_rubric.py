@@ -18,19 +18,18 @@ template prints has `<` and `>` escaped as `\\u003c` / `\\u003e`, and `tojson` d
 from __future__ import annotations
 
 import hashlib
-import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import StrictUndefined, Template, TemplateError, TemplateSyntaxError, meta
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import Template, TemplateError, TemplateSyntaxError, meta
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge._errors import JudgeError
 from judge.checks._outcome import RubricRef
+from judge.judging._sandbox import ENV, cut_middle
 
 Dimension = Literal["selection", "arguments", "trajectory", "answer"]
 _LABELS: dict[str, tuple[str, ...]] = {
@@ -135,73 +134,6 @@ class _Header(BaseModel):
     context is short); a character outside ASCII counts as four."""
 
 
-def _neutralise(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    # Anything else is printed as text (a dict or list as its repr): escape that text.
-    return str(value).replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-_ENV = SandboxedEnvironment(
-    undefined=StrictUndefined,
-    autoescape=False,
-    finalize=_neutralise,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=False,
-)
-_ENV.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
-
-
-def shorten(value: Any, limit: int = 300) -> str:
-    """Text (a value as JSON) cut to `limit` characters, with a visible marker of what is
-    left out: long values never push a case past the judge's context."""
-    text = value if isinstance(value, str) else _json_text(value)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}...[{len(text) - limit:,} more characters]"
-
-
-def _json_text(value: Any) -> str:
-    # As `tojson` writes it (with spaces, as arguments are usually written), minus its HTML
-    # escaping: not the compact bytes of `judge.cases._json.dumps`.
-    import json
-
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def shared_openings(texts: Any, least: int = 40, among: int = 3) -> list[str]:
-    """Openings of at least `least` characters that `among` or more of `texts` begin with,
-    cut after a word, longest first: a tool list's boilerplate, to be printed once."""
-    groups: dict[str, list[str]] = {}
-    for text in texts:
-        if isinstance(text, str) and len(text) > least:
-            groups.setdefault(text[:least], []).append(text)
-    found = []
-    for members in groups.values():
-        if len(members) < among:
-            continue
-        shared = os.path.commonprefix(members)
-        if not shared[-1:].isspace():  # cut after a word, never inside one
-            shared = shared[: shared.rfind(" ") + 1]
-        if len(shared.strip()) >= least:
-            found.append(shared)
-    return sorted(found, key=len, reverse=True)
-
-
-def without_opening(text: Any, openings: list[str]) -> Any:
-    """`text` less the first of `openings` it begins with."""
-    for opening in openings:
-        if isinstance(text, str) and text.startswith(opening):
-            return text[len(opening) :]
-    return text
-
-
-_ENV.filters["shorten"] = shorten
-_ENV.filters["shared_openings"] = shared_openings
-_ENV.filters["without_opening"] = without_opening
-
-
 @dataclass(frozen=True)
 class Rubric:
     """One loaded rubric."""
@@ -246,39 +178,6 @@ class Rubric:
         if self.max_prompt_chars is not None:
             messages[1]["content"] = cut_middle(messages[1]["content"], self.max_prompt_chars)
         return messages
-
-
-WIDE = 4
-"""What a character outside ASCII counts as against `max_prompt_chars`: a CJK character is a
-token or more, where English takes about four characters to one."""
-
-
-def cut_middle(text: str, limit: int) -> str:
-    """`text` with its middle left out, and a marker saying how much, where it is longer than
-    `limit` (ASCII characters; any other counts as `WIDE`): two thirds of the room for the
-    start, one third for the end, so no case passes the judge's context in any script."""
-    if len(text) <= limit // WIDE or _width(text) <= limit:
-        return text
-    head = _fitting(text, limit * 2 // 3)
-    tail = _fitting(text[::-1], limit // 3)[::-1]
-    left_out = len(text) - len(head) - len(tail)
-    return f"{head}\n...[{left_out:,} characters left out]...\n{tail}"
-
-
-def _width(text: str) -> int:
-    return len(text) + (WIDE - 1) * sum(not c.isascii() for c in text)
-
-
-def _fitting(text: str, room: int) -> str:
-    """The longest start of `text` whose width is at most `room`."""
-    if len(text) <= room // WIDE or _width(text[:room]) <= room:  # the common case: ASCII
-        return text[:room]
-    used = 0
-    for end, char in enumerate(text):
-        used += 1 if char.isascii() else WIDE
-        if used > room:
-            return text[:end]
-    return text
 
 
 @dataclass(frozen=True)
@@ -379,8 +278,8 @@ def load_rubric(path: str | Path) -> Rubric:
             f"{list(_LABELS[header.dimension])}, not {list(header.labels)}"
         )
     try:
-        parsed = _ENV.parse(body)
-        template = _ENV.from_string(body)
+        parsed = ENV.parse(body)
+        template = ENV.from_string(body)
     except TemplateSyntaxError as exc:
         raise RubricError(f"{path}:{exc.lineno + offset}: {exc.message}") from None
     unknown = meta.find_undeclared_variables(parsed) - VARIABLES

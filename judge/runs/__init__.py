@@ -1,7 +1,9 @@
 """Multi-model runs: the same cases, with the same settings, sent to several candidate models.
 
 - `_preflight`: what each candidate supports, and the one set of settings they all get;
-- `_runner`: every model, case and run, each response stored and graded;
+- `_runner`: every model, case and run, each response stored and graded: `_request` (one
+  request), `_agent_loop` (an agent run, over `_agent`), `_batches` (provider batches),
+  `_grading` (grading a record, and the pool jobs run in);
 - `_records`: the runs file (append-only, resumable);
 - `_repeats`: pass^k and pass@k;
 - `_compare`: pass rates with intervals, breakdowns, paired differences between models;

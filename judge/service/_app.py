@@ -14,8 +14,9 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from itertools import islice
 from typing import Any
@@ -36,15 +37,13 @@ from judge.checks._structure import SchemaCache
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.service._body import NDJSON, Batch, Limits, read_batch
+from judge.service._openapi import NO_JUDGE_RESPONSE, openapi_body
 from judge.service._schema import SchemaName, json_schema
 
 TOKEN_ENV = "JUDGE_SERVICE_TOKEN"
 OPEN_PATHS = frozenset(("/healthz",))
 _CHUNK = 64  # NDJSON check results per write
 _NO_JUDGE = "this service runs no judge"
-_NO_JUDGE_RESPONSE: dict[int | str, dict[str, Any]] = {
-    503: {"description": "The service was started without a judge."}
-}
 _log = logging.getLogger("judge.service")
 
 
@@ -64,11 +63,40 @@ def create_app(
     own). `traces` (a `judge import` format: `otel`, `langsmith`, `inspect`, `openai`) makes
     request bodies trace data, converted to cases as `judge import` converts them."""
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None
-    limits = limits or Limits()
-    schemas = SchemaCache()  # validators built once for the app, not once per request
+    service = _Service(judge, limits or Limits(), match, env, traces)
+    app = FastAPI(
+        title="judge",
+        version=version("tool-call-judge"),
+        summary="Grade the tool calls of LLM agents.",
+        lifespan=_lifespan(judge),
+    )
+    if token:
+        app.add_middleware(BearerAuth, token=token)
+    _add_service_routes(app, judge)
+    _add_grading_routes(app, service)
+    _publish_schemas(app, guarded=bool(token))
+    return app
 
-    def checked(batch: Batch, warn: Warn | None = None) -> Iterator[CaseResult]:
-        return iter_check(batch.items(warn), match=match, env=env, schemas=schemas)
+
+@dataclass(frozen=True)
+class _Service:
+    """What the grading routes share: the judge, the body limits, how `/v1/check` grades
+    trajectories, and the trace format bodies are in."""
+
+    judge: Judge | None
+    limits: Limits
+    match: Match | None
+    env: EnvironmentFactory | None
+    traces: str | None
+    schemas: SchemaCache = field(default_factory=SchemaCache)
+    """Validators built once for the app, not once per request."""
+
+    def checked(self, batch: Batch, warn: Warn | None = None) -> Iterator[CaseResult]:
+        return iter_check(batch.items(warn), match=self.match, env=self.env, schemas=self.schemas)
+
+
+def _lifespan(judge: Judge | None) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the judge entered when it starts, closed when it stops."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -78,27 +106,18 @@ def create_app(
         async with judge:
             yield
 
-    app = FastAPI(
-        title="judge",
-        version=version("tool-call-judge"),
-        summary="Grade the tool calls of LLM agents.",
-        lifespan=lifespan,
-    )
-    if token:
-        app.add_middleware(BearerAuth, token=token)
+    return lifespan
 
-    source_query = Query(
-        "request",
-        description="Names the input in `InvalidCase` messages and fallback ids "
-        "(`<source>:<line>`); pass the file name to get exactly the CLI's results.",
-    )
+
+def _add_service_routes(app: FastAPI, judge: Judge | None) -> None:
+    """`/healthz` and `/v1/rubrics`."""
 
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, str]:
         """Liveness; open even when a token is required."""
         return {"status": "ok"}
 
-    @app.get("/v1/rubrics", tags=["judge"], responses=_NO_JUDGE_RESPONSE)
+    @app.get("/v1/rubrics", tags=["judge"], responses=NO_JUDGE_RESPONSE)
     async def rubrics() -> dict[str, Any]:
         """The rubrics `/v1/grade` uses, and the judge's fingerprint (what a calibration
         record is bound to)."""
@@ -121,23 +140,33 @@ def create_app(
             "trusted": judge.trusted,
         }
 
-    @app.post("/v1/check", tags=["grading"], openapi_extra=_openapi_body("`judge check`"))
+
+def _add_grading_routes(app: FastAPI, service: _Service) -> None:
+    """`/v1/check` and `/v1/grade`."""
+    judge, limits, traces = service.judge, service.limits, service.traces
+    source_query = Query(
+        "request",
+        description="Names the input in `InvalidCase` messages and fallback ids "
+        "(`<source>:<line>`); pass the file name to get exactly the CLI's results.",
+    )
+
+    @app.post("/v1/check", tags=["grading"], openapi_extra=openapi_body("`judge check`"))
     async def check(request: Request, source: str = source_query) -> Response:
         """Deterministic checks, as `judge check`."""
         batch = await read_batch(request, limits, source, traces)
         if batch.ndjson:
             # A sync iterator: Starlette runs it in a worker thread, off the event loop.
-            return StreamingResponse(_chunks(checked(batch)), media_type=NDJSON)
+            return StreamingResponse(_chunks(service.checked(batch)), media_type=NDJSON)
         warned: list[str] = []
         body = await run_in_threadpool(
-            lambda: _results_body(checked(batch, warned.append), warned, batch.source)
+            lambda: _results_body(service.checked(batch, warned.append), warned, batch.source)
         )
         return Response(body, media_type="application/json", headers=_skipped(batch))
 
     @app.post(
         "/v1/grade",
         tags=["grading"],
-        openapi_extra=_openapi_body("`judge grade`", judged=True),
+        openapi_extra=openapi_body("`judge grade`", judged=True),
     )
     async def grade(request: Request, source: str = source_query) -> Response:
         """Deterministic checks and the LLM judge, as `judge grade` (same options, cache and
@@ -158,9 +187,6 @@ def create_app(
             media_type="application/json",
             headers=_skipped(batch),
         )
-
-    _publish_schemas(app, guarded=bool(token))
-    return app
 
 
 def _skipped(batch: Batch) -> dict[str, str]:
@@ -254,54 +280,6 @@ def _results_body(results: Iterable[CaseResult], warned: list[str], source: str)
             where, then = f"{source}:{position}", f"{source}:{seen}"
             warned.append(f"{where} case {data['id']!r}: duplicate id (first at {then})")
     return dumps({"results": written, "warnings": warned})
-
-
-def _openapi_body(what: str, *, judged: bool = False) -> dict[str, Any]:
-    array = {"type": "array", "items": {"$ref": "#/components/schemas/Case"}}
-    results = {
-        "type": "object",
-        "required": ["results", "warnings"],
-        "properties": {
-            "results": {"type": "array", "items": {"$ref": "#/components/schemas/CaseResult"}},
-            "warnings": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "What the cases hold that the case format does not know "
-                "(`<source>:<line> case 'id': unknown field /mesages (did you mean "
-                "/messages?)`), and duplicate ids. An NDJSON reply has none.",
-            },
-        },
-    }
-    responses: dict[str, Any] = {
-        "200": {
-            "description": f"One result per case, exactly as {what} writes them: "
-            '`{"results": [...]}` for an array, NDJSON for NDJSON.',
-            "content": {
-                "application/json": {"schema": results},
-                NDJSON: {"schema": {"$ref": "#/components/schemas/CaseResult"}},
-            },
-        },
-        "400": {"description": "The body is not valid JSON."},
-        "413": {"description": "The body is over the size limit."},
-        "422": {"description": "The body is not an array of cases, or holds too many."},
-    }
-    if judged:
-        responses["502"] = {
-            "description": "The judge's endpoint refused (bad key, no credit). An NDJSON "
-            "reply has begun already: it is cut short after the results sent."
-        }
-        responses["503"] = _NO_JUDGE_RESPONSE[503]
-    return {
-        "requestBody": {
-            "required": True,
-            "description": "The cases: a JSON array, or NDJSON (one case per line).",
-            "content": {
-                "application/json": {"schema": array},
-                NDJSON: {"schema": {"$ref": "#/components/schemas/Case"}},
-            },
-        },
-        "responses": responses,
-    }
 
 
 def _publish_schemas(app: FastAPI, *, guarded: bool) -> None:

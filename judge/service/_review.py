@@ -63,6 +63,15 @@ def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
         app.add_middleware(BearerAuth, token=token, guarded_prefix="/api/")
     else:
         app.add_middleware(LoopbackOnly)
+    _add_page_routes(app)
+    _add_case_routes(app, review)
+    _add_calibration_routes(app, review)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _add_page_routes(app: FastAPI) -> None:
+    """The page, and liveness."""
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
@@ -71,6 +80,10 @@ def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+
+def _add_case_routes(app: FastAPI, review: Review) -> None:
+    """The queue, a case, and its labels."""
 
     @app.get("/api/queue")
     def queue(request: Request) -> JSONResponse:
@@ -120,6 +133,10 @@ def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
             raise HTTPException(422, str(exc)) from None
         return JSONResponse(written, headers={**_NO_STORE, "ETag": f'"{written["revision"]}"'})
 
+
+def _add_calibration_routes(app: FastAPI, review: Review) -> None:
+    """Agreement so far, and the calibration record."""
+
     @app.get("/api/agreement")
     def agreement() -> JSONResponse:
         """Per dimension: `n`, `kappa`, `ci_low`, `ci_high`, `confusion` (and the rest of
@@ -139,9 +156,6 @@ def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
             raise HTTPException(409, str(exc)) from None
         except (InputError, CaseError, OSError) as exc:
             raise _unreadable(review, exc) from None
-
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return app
 
 
 def _unreadable(review: Review, exc: Exception) -> HTTPException:

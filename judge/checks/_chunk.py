@@ -1,0 +1,54 @@
+"""`judge check`'s path through numbered lines of case JSON, shared by `judge check`
+(`judge.cli._jobs`) and `judge.ray`: a line in the common form is read lean and checked
+without the result models (`_plain`); any other is read whole, as a `Case`, by the caller
+(`check_item` checks it: the models load with the first such line)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from judge._errors import CaseError
+from judge.cases._lean import read_lean
+from judge.checks._plain import check_plain
+
+if TYPE_CHECKING:
+    from judge.cases._case import Case
+    from judge.cases._match import Match
+    from judge.checks._env import EnvironmentFactory
+    from judge.checks._result import CaseResult
+    from judge.checks._structure import SchemaCache
+
+Raw = TypeVar("Raw", bytes, bytes | None)
+"""A line's bytes (None: a row that holds no case JSON)."""
+
+
+def check_lines(
+    lines: Iterable[tuple[int, Raw]],
+    schemas: SchemaCache,
+    whole: Callable[[int, Raw], dict[str, Any]],
+    *,
+    plain: bool,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each line's number and result JSON, in order. With `plain` (no match settings and no
+    environment), a line in the common form is checked lean; `whole(number, raw)` checks the
+    others."""
+    for number, raw in lines:
+        lean = read_lean(raw) if plain and raw is not None else None
+        yield number, (check_plain(lean, schemas) if lean is not None else whole(number, raw))
+
+
+def check_item(
+    item: Case | CaseError,
+    *,
+    match: Match | None,
+    env: EnvironmentFactory | None,
+    schemas: SchemaCache,
+) -> CaseResult:
+    """The checks of a case read whole, or the `InvalidCase` result of one that could not be
+    read."""
+    from judge.checks._check import check_case, invalid_case_result  # the result models
+
+    if isinstance(item, CaseError):
+        return invalid_case_result(item)
+    return check_case(item, schemas=schemas, match=match, env=env)

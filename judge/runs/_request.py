@@ -1,0 +1,113 @@
+"""One request: a candidate asked once with the agreed settings, its reply stored as returned
+with what it cost, and graded. A failed request is recorded (`error`), not raised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from judge.cases._calls import first_choice
+from judge.cases._case import Case
+from judge.endpoints._candidates import CandidateClient, CandidateRequestError
+from judge.runs._grading import Grader
+from judge.runs._preflight import Agreed, request_body
+from judge.runs._records import RunRecord
+
+Job = tuple[str, Case, int]
+"""(model, case, run)."""
+
+
+@dataclass(frozen=True)
+class Asker:
+    """What every request of a run shares: the agreed settings, the settings stored with
+    every record, and the grader."""
+
+    agreed: Agreed
+    settings: dict[str, Any]
+    grader: Grader
+
+    async def ask(self, client: CandidateClient, model: str, case: Case, run: int) -> RunRecord:
+        """One request for (model, case, run), recorded and graded."""
+        body = request_body(model, case, run, self.agreed)
+        try:
+            answer = await client.chat(body)
+        except CandidateRequestError as exc:
+            return self.failed(model, case, run, str(exc))
+        spent = self.spent(model, answer.body, answer.latency_s, answer.attempts)
+        return await self.grader.grade(self.record(model, case, run, answer.body, spent), case)
+
+    def failed(self, model: str, case: Case, run: int, why: str) -> RunRecord:
+        """The record of a request that got no reply."""
+        return RunRecord(model=model, case_id=case.id, run=run, error=why, settings=self.settings)
+
+    def record(
+        self, model: str, case: Case, run: int, body: Any, spent: dict[str, Any], **extra: Any
+    ) -> RunRecord:
+        """The record of a reply `body`, ungraded; `spent` as `spent` gave it."""
+        return RunRecord(
+            model=model,
+            case_id=case.id,
+            run=run,
+            response=body,
+            usage=spent["usage"],
+            latency_s=spent["latency_s"],
+            cost_usd=spent["cost_usd"],
+            error=reply_error(body),
+            attempts=spent["attempts"],
+            settings=self.settings,
+            **extra,
+        )
+
+    def spent(
+        self,
+        model: str,
+        body: Any,
+        latency_s: float | None,
+        attempts: int,
+        discount: float | None = None,
+    ) -> dict[str, Any]:
+        """What one request cost: its usage as returned, latency, attempts and price (from a
+        batch, with its `discount`: no latency of its own, and the table's price less the
+        discount unless the provider says what it charged)."""
+        usage = body.get("usage") if isinstance(body, dict) else None
+        usage = usage if isinstance(usage, dict) else None
+        reported = usage.get("cost") if usage else None  # OpenRouter reports what it billed
+        cost = (
+            float(reported)
+            if isinstance(reported, int | float)
+            else self.agreed.models[model].cost(usage)
+        )
+        if discount is not None and cost is not None and not isinstance(reported, int | float):
+            cost *= 1 - discount
+        return {
+            "usage": usage,
+            "latency_s": None if latency_s is None else round(latency_s, 4),
+            "attempts": attempts,
+            "cost_usd": cost,
+        }
+
+
+def reply_error(body: Any) -> str | None:
+    """Why a successful (200) reply holds no answer: OpenRouter reports an error met during
+    generation as a choice with `finish_reason: "error"` and an `error` object, or as an
+    `error` in the body. None for an answer."""
+    if not isinstance(body, dict):
+        return None
+    choice = first_choice(body)
+    error = choice.get("error") or body.get("error")
+    if error is None and choice.get("finish_reason") != "error":
+        return None
+    detail = ""
+    if isinstance(error, dict):
+        code = f" (code {error['code']})" if error.get("code") is not None else ""
+        detail = f": {error.get('message') or sorted_json(error)}{code}"
+    elif error:
+        detail = f": {error}"
+    return f"the endpoint reported an error instead of an answer{detail}"
+
+
+def sorted_json(value: Any) -> str:
+    """`value` as JSON text with sorted keys, for a message."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
