@@ -176,7 +176,7 @@ def bench_processes(
             "judge check --jobs 2",
             n,
             min(times["two"]),
-            f"two worker processes ({cores} cores here)",
+            f"two processes ({cores} cores here)",
         ),
         source,
     )

@@ -52,6 +52,34 @@ def test_workers_write_what_one_process_writes_in_the_same_order(tmp_path: Path)
 
 
 @pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize(
+    ("options", "here"),
+    [([], True), (["--env", f"{REFUNDS / 'environment.py'}:make_environment"], False)],
+)
+def test_this_process_grades_too_unless_an_environment_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: list[str], here: bool
+) -> None:
+    graded: list[int] = []
+    mine = _jobs.InProcess.check_work
+
+    def counted(self: _jobs.InProcess, source: str, work: Any) -> _jobs.Checked:
+        graded.append(1)
+        return mine(self, source, work)
+
+    monkeypatch.setattr(_jobs.InProcess, "check_work", counted)
+    cases = mixed(tmp_path, copies=40)  # 360 lines: 52 chunks
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    assert check(str(cases), "-o", str(one), "--jobs", "1", *options).exit_code == 0
+    graded.clear()
+    assert check(str(cases), "-o", str(two), "--jobs", "2", *options).exit_code == 0
+    assert one.read_bytes() == two.read_bytes()
+    if here:  # the first two chunks always go to the worker
+        assert 0 < len(graded) <= 50
+    else:
+        assert graded == []
+
+
+@pytest.mark.usefixtures("small_chunks")
 def test_fail_under_and_standard_input_with_workers(tmp_path: Path) -> None:
     cases = mixed(tmp_path)
     below = check("-", "--jobs", "2", "--fail-under", "0.9", stdin=cases.read_bytes())

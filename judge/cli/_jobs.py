@@ -5,6 +5,7 @@ flight, so memory stays flat; a bad line is an `InvalidCase` result in its place
 from __future__ import annotations
 
 import os
+import sys
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -134,26 +135,46 @@ class InProcess:
     def check(self, stream: BinaryIO, source: str) -> Iterator[Checked]:
         """Each chunk of `stream`'s lines, graded, in input order."""
         for chunk in _chunks(stream):
-            yield check_chunk(
-                source, chunk, self._settings, self._factory, self._schemas, self._strict
-            )
+            yield self.check_work(source, chunk)
+
+    def check_work(self, source: str, work: list[tuple[int, bytes]] | Span) -> Checked:
+        """One chunk of lines, or a span of the file `source`, graded here."""
+        lines = _span_lines(source, work) if isinstance(work, Span) else work
+        return check_chunk(
+            source, lines, self._settings, self._factory, self._schemas, self._strict
+        )
 
 
 class Workers:
-    """A pool of worker processes, each set up once with the command's trajectory options."""
+    """A pool of worker processes, each set up once with the command's trajectory options;
+    with `local` (the options hold no environment of the user's, whose code could stop the
+    process), this process grades too, as one of the `jobs`, while the workers are busy."""
 
-    def __init__(self, jobs: int, options: dict[str, Any], strict: bool = False) -> None:
+    def __init__(
+        self,
+        jobs: int,
+        options: dict[str, Any],
+        strict: bool = False,
+        local: InProcess | None = None,
+    ) -> None:
         from concurrent.futures import ProcessPoolExecutor  # only when there are workers
         from multiprocessing import get_context
 
         self.jobs = jobs
-        # spawn: a worker imports what it needs afresh (no state copied from a threaded parent)
+        self._local = local
+        self._workers = jobs - 1 if local is not None else jobs
+        # On Linux the workers are forked, now: copies of this process with its modules
+        # imported (a spawned one takes 0.2 s to import them), made before any thread of it
+        # exists (the progress bar's, the pool's own) to be copied mid-lock. Elsewhere fork is
+        # not safe: they are spawned, and import afresh.
+        start = "fork" if sys.platform == "linux" else "spawn"
         self._pool = ProcessPoolExecutor(
-            jobs,
-            mp_context=get_context("spawn"),
+            self._workers,
+            mp_context=get_context(start),
             initializer=_start,
             initargs=(options, strict),
         )
+        self._pool.submit(int)  # with fork, the first submit starts every worker
 
     def __enter__(self) -> Workers:
         return self
@@ -162,25 +183,45 @@ class Workers:
         self._pool.shutdown(cancel_futures=True)
 
     def check(self, stream: BinaryIO, source: str) -> Iterator[Checked]:
-        """Each chunk of `stream`'s lines, graded, in input order."""
+        """Each chunk of `stream`'s lines, graded, in input order. Each worker has two chunks
+        in flight; this process grades the next chunk itself while they are busy, and holds at
+        most `AHEAD` chunks a job."""
+        from concurrent.futures import Future
         from concurrent.futures.process import BrokenProcessPool
 
-        pending: deque[Future[Checked]] = deque()
+        pending: deque[Future[Checked] | Checked] = deque()
         # A file a worker can open is sent as spans of bytes, which it reads itself; a pipe,
         # line by line.
         spans = source != STDIN and getattr(stream, "name", None) == source
+        works = _spans(stream) if spans and stream.seekable() else _chunks(stream)
         try:
-            for work in _spans(stream) if spans and stream.seekable() else _chunks(stream):
-                if isinstance(work, Span):
+            for work in works:
+                busy = sum(isinstance(p, Future) and not p.done() for p in pending)
+                if self._local is not None and busy >= 2 * self._workers:
+                    pending.append(self._local.check_work(source, work))
+                elif isinstance(work, Span):
                     pending.append(self._pool.submit(_check_span, source, work))
                 else:
                     pending.append(self._pool.submit(_check_in_worker, source, work))
-                if len(pending) >= 2 * self.jobs:
-                    yield pending.popleft().result()
+                while pending and (_ready(pending[0]) or len(pending) >= AHEAD * self.jobs):
+                    yield _result(pending.popleft())
             while pending:
-                yield pending.popleft().result()
+                yield _result(pending.popleft())
         except BrokenProcessPool as exc:  # killed (out of memory?), or could not start
             raise WorkerFailed(f"a worker process stopped: {exc}") from None
+
+
+AHEAD = 8
+"""Chunks held a job (graded, or in flight) before the oldest is waited for: a worker starting
+up (a fresh interpreter, about 0.2 s) keeps this process grading meanwhile."""
+
+
+def _ready(item: Future[Checked] | Checked) -> bool:
+    return isinstance(item, Checked) or item.done()
+
+
+def _result(item: Future[Checked] | Checked) -> Checked:
+    return item if isinstance(item, Checked) else item.result()
 
 
 _worker: dict[str, Any] = {}
@@ -208,26 +249,32 @@ class Span:
 
 
 def _check_span(source: str, span: Span) -> Checked:
+    return check_chunk(source, _span_lines(source, span), **_worker)
+
+
+def _span_lines(source: str, span: Span) -> list[tuple[int, bytes]]:
+    """The numbered non-blank lines of a span of a file."""
     with open_cases(source) as handle:  # InputError when moved or removed meanwhile
         handle.seek(span.start)
         block = handle.read(span.end - span.start)
     lines = block.split(b"\n")  # as a file's lines are: on line feeds only
-    numbered = [(span.first + i, raw) for i, raw in enumerate(lines) if raw and not raw.isspace()]
-    return check_chunk(source, numbered, **_worker)
+    return [(span.first + i, raw) for i, raw in enumerate(lines) if raw and not raw.isspace()]
 
 
 def _spans(stream: BinaryIO) -> Iterator[Span]:
-    """Spans of `CHUNK_LINES` lines each (blank lines too), found by counting line ends."""
+    """Spans of `CHUNK_LINES` lines each (blank lines too), found by counting line ends: each
+    block's once, and line by line only in a block where a span ends."""
     start = stream.tell()
     offset, first, seen = start, 1, 0
     while block := stream.read(1 << 20):
-        at = 0
-        while seen + block.count(b"\n", at) >= CHUNK_LINES:
+        at, left = 0, block.count(b"\n")
+        while seen + left >= CHUNK_LINES:
             for _ in range(CHUNK_LINES - seen):
                 at = block.index(b"\n", at) + 1
+            left -= CHUNK_LINES - seen
             yield Span(start, offset + at, first)
             start, first, seen = offset + at, first + CHUNK_LINES, 0
-        seen += block.count(b"\n", at)
+        seen += left
         offset += len(block)
     if offset > start:
         yield Span(start, offset, first)

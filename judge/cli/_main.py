@@ -123,8 +123,9 @@ _check_options = stack_options(
         "-j",
         "--jobs",
         type=click.IntRange(min=1),
-        help="Worker processes (default: every core for files past a few thousand lines, "
-        "else 1). Results keep the input order.",
+        help="Processes that grade: this one and N-1 workers (with --env, N workers) "
+        "(default: every core for files past a few thousand lines, else 1). Results keep the "
+        "input order.",
     ),
     from_traces_option,
     trajectory_options,
@@ -221,15 +222,15 @@ def _check_locally(
 ) -> None:
     """In this process, or in `jobs` worker processes."""
     with ExitStack() as stack:
-        sink = stack.enter_context(output_sink(output))
         show = progress if progress is not None else sys.stderr.isatty()
         if from_format is not None:
             show, jobs = False, 1  # converted in memory: graded in this process
         jobs = jobs or default_jobs(cases)
-        grader: InProcess | Workers = (
-            Workers(jobs, recipe, strict) if jobs > 1 else InProcess(settings, factory, strict)
-        )
-        stack.enter_context(grader)
+        here = InProcess(settings, factory, strict)
+        local = here if factory is None else None  # a user's environment: in workers only
+        grader: InProcess | Workers = Workers(jobs, recipe, strict, local) if jobs > 1 else here
+        stack.enter_context(grader)  # before the sink: workers forked before its threads
+        sink = stack.enter_context(output_sink(output))
         reader = None
         if from_format is not None:  # trace files, converted as `judge import` does
             from judge.cli._import import TraceReader
