@@ -5,6 +5,8 @@ path gives, and a proxied or query-string endpoint keeps the SDK's path."""
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 from typing import Any
 
 import openai
@@ -16,6 +18,14 @@ from judge.endpoints._endpoint import Endpoint
 from judge.endpoints._http import JsonPoster
 from judge.endpoints._retry import RetryPolicy
 from tests.chat_server import ChatServer, Reply, completion, serving, with_logprobs
+
+
+def gzipped(status: int, body: Any) -> Reply:
+    """A reply compressed as a CDN compresses JSON."""
+    data = gzip.compress(json.dumps(body).encode())
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    return Reply(status=status, body=data, headers=headers)
+
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 ONCE = RetryPolicy(attempts=1)
@@ -55,6 +65,9 @@ async def send_both_ways(server: ChatServer, reply: Reply, mode: Any = None) -> 
         ),  # fmt: skip
         pytest.param(Reply(status=503, body={"error": {"message": "busy"}}), id="503"),
         pytest.param(Reply(body="{not json"), id="malformed"),
+        pytest.param(gzipped(200, completion("ok")), id="gzip"),
+        pytest.param(gzipped(400, {"error": {"message": "no logprobs"}}), id="gzip-400"),
+        pytest.param(gzipped(429, {"error": {"message": "slow down"}}), id="gzip-429"),
         pytest.param(Reply(body=[1, 2]), id="not-an-object"),
     ],
 )
@@ -110,6 +123,7 @@ def test_an_unreachable_endpoint_is_a_connection_error() -> None:
         ("http://127.0.0.1:8080/v1?api-version=1", {}, False),
         ("https://openrouter.ai/api/v1", {"HTTPS_PROXY": "http://proxy:3128"}, False),
         ("http://example.com/v1", {"HTTP_PROXY": "http://proxy:3128"}, False),
+        ("http://example.com/v1", {"ALL_PROXY": "http://proxy:3128"}, False),
         (
             "http://127.0.0.1:8080/v1",
             {"HTTP_PROXY": "http://p:3128", "NO_PROXY": "127.0.0.1"},
@@ -120,7 +134,8 @@ def test_an_unreachable_endpoint_is_a_connection_error() -> None:
 def test_a_proxied_endpoint_keeps_the_sdks_client(
     base_url: str, env: dict[str, str], direct: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+    for name in ("HTTP", "HTTPS", "NO", "ALL", "http", "https", "no", "all"):
+        name = f"{name}_PROXY" if name.isupper() else f"{name}_proxy"
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)

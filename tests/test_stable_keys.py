@@ -67,7 +67,7 @@ def fixed_judge(folder: Path, *, logprobs: bool = False) -> Judge:
 def keys_of(judge: Judge) -> dict[str, str]:
     [case] = load_cases([CASE])
     return {
-        q.dimension: judge._asker.key(q, 0)
+        q.dimension: judge._identity.verdict_key(q, 0, "json_schema", judge._asker.logprobs)
         for q in judge.questions(case, judge.check(case)).questions
     }
 

@@ -14,17 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from judge._errors import JudgeError
 from judge.calibrate._agreement import BOOTSTRAP_ROUNDS as BOOTSTRAP_ROUNDS
 from judge.calibrate._agreement import BOOTSTRAP_SEED as BOOTSTRAP_SEED
-from judge.calibrate._agreement import DIMENSIONS as DIMENSIONS
 from judge.calibrate._agreement import LABELS as LABELS
-from judge.calibrate._agreement import MIN_PAIRS as MIN_PAIRS
-from judge.calibrate._agreement import Confusion as Confusion
-from judge.calibrate._agreement import Dimension as Dimension
+from judge.calibrate._agreement import MIN_PAIRS, Dimension, check_verdict, judge_verdict
 from judge.calibrate._agreement import DimensionStats as DimensionStats
 from judge.calibrate._agreement import bootstrap_interval as bootstrap_interval
-from judge.calibrate._agreement import check_verdict as check_verdict
 from judge.calibrate._agreement import dimension_stats as dimension_stats
 from judge.calibrate._agreement import dimensions_of as dimensions_of
-from judge.calibrate._agreement import judge_verdict as judge_verdict
 from judge.calibrate._agreement import pairs_of as pairs_of
 from judge.calibrate._fit import (
     ConfidenceStats,

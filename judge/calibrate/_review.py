@@ -14,12 +14,7 @@ from judge._errors import InputError
 from judge.calibrate._labels import LabelFile, LabelState, Written, needs, write_rows
 from judge.calibrate._record import CalibrationRecord, dimensions_of, disagreements
 from judge.calibrate._review_case import shown_case, shown_write
-from judge.calibrate._review_queue import FILTERS as FILTERS
-from judge.calibrate._review_queue import GROUPS as GROUPS
-from judge.calibrate._review_queue import Group as Group
-from judge.calibrate._review_queue import Placed as Placed
-from judge.calibrate._review_queue import Strata, check_filters, queue_of, strata_of
-from judge.calibrate._review_queue import place as place
+from judge.calibrate._review_queue import Placed, Strata, check_filters, queue_of, strata_of
 from judge.calibrate._review_record import RecordRefused as RecordRefused
 from judge.calibrate._review_record import find_judge, record_of
 from judge.cases._case import Case

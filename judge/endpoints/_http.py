@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import ssl
 import urllib.parse
 import urllib.request
 from typing import Any
@@ -22,7 +23,8 @@ class JsonPoster:
     def __init__(self, sdk: openai.AsyncOpenAI, timeout: float) -> None:
         self._sdk = sdk
         self._base = str(sdk.base_url).rstrip("/")
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        # as the SDK's: a bound on connecting and on each wait for bytes, none on the whole
+        self._timeout = aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout)
         headers = {**sdk.default_headers, **sdk.auth_headers}
         self._headers = {  # the SDK's, less its telemetry (and its `Omit` markers)
             k: v for k, v in headers.items() if isinstance(v, str) and not _telemetry(k)
@@ -32,11 +34,13 @@ class JsonPoster:
     @functools.cached_property
     def usable(self) -> bool:
         """Whether requests can go this way: not for a base URL with a query, nor through a
-        proxy the environment names for it (the SDK's own client handles those)."""
-        if "?" in self._base:
+        proxy the environment names for it, nor with an SDK that lacks what its errors are
+        built with (the SDK's own client handles those)."""
+        if "?" in self._base or not all(hasattr(self._sdk, a) for a in _SDK_NEEDS):
             return False
         scheme, host = urllib.parse.urlsplit(self._base)[:2]
-        proxied = scheme in urllib.request.getproxies()
+        proxies = urllib.request.getproxies()
+        proxied = scheme in proxies or "all" in proxies
         return not proxied or bool(urllib.request.proxy_bypass(host.rsplit("@", 1)[-1]))
 
     async def post(self, path: str, data: bytes) -> bytes:
@@ -45,7 +49,8 @@ class JsonPoster:
         `APITimeoutError`)."""
         url = self._base + path
         if self._session is None:  # made in the running loop, used by it only
-            connector = aiohttp.TCPConnector(limit=0)  # the caller bounds what is in flight
+            # the caller bounds what is in flight; certificates verified as the SDK verifies
+            connector = aiohttp.TCPConnector(limit=0, ssl=_ssl_of(self._sdk))
             self._session = aiohttp.ClientSession(connector=connector)  # no proxy: see `usable`
         try:
             async with self._session.post(
@@ -71,13 +76,26 @@ class JsonPoster:
         body), built from an HTTP response of the SDK's own HTTP library."""
         request = self._request(url)
         http = importlib.import_module(type(request).__module__.partition(".")[0])
-        response = http.Response(status, headers=headers, content=content, request=request)
+        # The body is decoded already: a `Content-Encoding` kept would have it decoded twice.
+        kept = [(k, v) for k, v in headers if k.lower() not in _DECODED]
+        response = http.Response(status, headers=kept, content=content, request=request)
         return self._sdk._make_status_error_from_response(response)
 
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+_SDK_NEEDS = ("_client", "_make_status_error_from_response")
+"""The SDK's own (private) parts the errors are built with: without them, its path is used."""
+_DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def _ssl_of(sdk: openai.AsyncOpenAI) -> ssl.SSLContext | bool:
+    """The SDK transport's TLS context (its trust store, `SSL_CERT_FILE`), else the default."""
+    found = getattr(getattr(sdk._client, "_transport", None), "ssl_context", None)
+    return found if isinstance(found, ssl.SSLContext) else True
 
 
 def _telemetry(header: str) -> bool:

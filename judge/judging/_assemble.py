@@ -32,14 +32,18 @@ V = TypeVar("V", SelectionVerdict, ArgumentVerdict, AnswerVerdict)
 
 @dataclass
 class Verdicts:
-    """A case's verdicts on what calibration measures, as they are settled."""
+    """A case's verdicts on what calibration measures, as they are settled; after escalation,
+    how many the escalation judge decided, at what cost."""
 
     selection: SelectionVerdict | None = None
     arguments: list[ArgumentVerdict] = field(default_factory=list)
+    count: int = 0
+    tally: Counter[str] = field(default_factory=Counter)
     answer: AnswerVerdict | None = None
-    escalated: int = 0
-    """How many of them the escalation judge decided."""
-    escalation_tally: Counter[str] = field(default_factory=Counter)
+
+
+Escalated = Verdicts
+"""What `Judge.reask` returns (its name before the judging layer was split)."""
 
 
 def settled(
@@ -68,7 +72,7 @@ def settled(
         arguments = [abstained(a, cuts["arguments"]) for a in arguments]
     if "selection" in cuts and selection is not None:
         selection = abstained(selection, cuts["selection"])
-    return Verdicts(selection, arguments, answer)
+    return Verdicts(selection, arguments, answer=answer)
 
 
 async def reask(
@@ -116,7 +120,7 @@ async def reask(
     if unsure_answer and answered.answer is not None:
         answer = answered.answer.model_copy(update={"escalated": True})
         count += 1
-    return Verdicts(selection, arguments, answer, count, tally)
+    return Verdicts(selection, arguments, count, tally, answer)
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,8 @@ def outcome(
         usage=Usage(**tally),
         provenance=judged.provenance,
         trusted=judged.trusted,
-        escalated=verdicts.escalated,
-        escalation_usage=Usage(**verdicts.escalation_tally) if verdicts.escalation_tally else None,
+        escalated=verdicts.count,
+        escalation_usage=Usage(**verdicts.tally) if verdicts.tally else None,
         escalation=judged.escalation,
     )
     return found.model_copy(update={"agreement": agreement_with_checks(checked, found)})

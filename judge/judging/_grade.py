@@ -24,7 +24,14 @@ from judge.cases._match import Match
 from judge.checks._check import check_case, invalid_case_result
 from judge.checks._env import EnvironmentFactory
 from judge.checks._grounding import ungrounded_values
-from judge.checks._outcome import DEFAULT_SEED, JudgeOutcome, Provenance
+from judge.checks._outcome import (
+    DEFAULT_SEED,
+    AnswerVerdict,
+    ArgumentVerdict,
+    JudgeOutcome,
+    Provenance,
+    SelectionVerdict,
+)
 from judge.checks._result import CaseResult, CheckResults
 from judge.checks._structure import SchemaCache
 from judge.endpoints._client import Reply, ResponseFormat
@@ -32,7 +39,7 @@ from judge.endpoints._endpoint import Endpoint, resolve_endpoint
 from judge.endpoints._retry import RetryPolicy
 from judge.judging._answering import Answering
 from judge.judging._asker import Asked, Asker, FormatChoice
-from judge.judging._assemble import Judged, Verdicts, outcome, reask, settled
+from judge.judging._assemble import Escalated, Judged, Verdicts, outcome, reask, settled
 from judge.judging._cache import VerdictCache
 from judge.judging._identity import Identity, differences, judge_fields
 from judge.judging._parallel import in_parallel
@@ -130,8 +137,6 @@ class Judge:
         )
         self._answering = Answering(self._asker, samples, self._probing, self._fits)
 
-    # -- identity ---------------------------------------------------------------------------
-
     @property
     def probe_reader(self) -> ProbeReader | None:
         """How this judge reads hidden states for its probe (None: no probe)."""
@@ -203,8 +208,6 @@ class Judge:
         P(correct) where it decides, else the rubric's combination."""
         return decision_defaults(self.rubrics, self._probing)
 
-    # -- lifecycle --------------------------------------------------------------------------
-
     async def __aenter__(self) -> Judge:
         return self
 
@@ -227,8 +230,6 @@ class Judge:
         reason), nor, with `offline`, any request the cache does not answer: after a batch,
         what must not be asked online."""
         self._asker.refuse(refused, offline=offline)
-
-    # -- grading ----------------------------------------------------------------------------
 
     async def grade(
         self,
@@ -285,11 +286,13 @@ class Judge:
         found = Verdicts(
             asked.selection if answered.selection is None else answered.selection,
             sorted([*asked.arguments, *answered.arguments], key=lambda a: a.call),
-            answered.answer,
+            answer=answered.answer,
         )
         found = settled(found, self._platt, self.abstain_below)
         if self.escalation is not None and answered.error is None:
-            found = await self.escalation.reask(case, checked, found)
+            found = await self.escalation.reask(
+                case, checked, found.selection, found.arguments, found.answer
+            )
         judged = Judged(
             self.samples,
             self.provenance(),
@@ -300,12 +303,18 @@ class Judge:
             update={"judge": outcome(checked, answered, found, tally, judged)}
         )
 
-    async def reask(self, case: Case, checked: CaseResult, verdicts: Verdicts) -> Verdicts:
+    async def reask(
+        self,
+        case: Case,
+        checked: CaseResult,
+        selection: SelectionVerdict | None,
+        arguments: list[ArgumentVerdict],
+        answer: AnswerVerdict | None = None,
+    ) -> Escalated:
         """As the escalation judge: answer again exactly the `uncertain` verdicts of another
-        judge, keeping this judge's verdicts for them."""
-        return await reask(
-            self._answering, self.rubrics, self.judge_broken, case, checked, verdicts
-        )
+        judge (only the questions they need), keeping this judge's verdicts for them."""
+        asked = Escalated(selection, list(arguments), answer=answer)
+        return await reask(self._answering, self.rubrics, self.judge_broken, case, checked, asked)
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
@@ -322,8 +331,6 @@ class Judge:
             trajectory=self.trajectory,
             answers=self.answers,
         )
-
-    # -- what is asked, and replies from elsewhere ------------------------------------------
 
     async def is_cached(self, question: Question, sample: int) -> bool:
         """Whether this sample of the question would be answered from the cache."""

@@ -158,7 +158,8 @@ def differences(
     format is not compared; logprobs never are: they change a confidence, not a label."""
     if theirs[0] is None:
         return ["provenance"]
-    fields = [{**p.model_dump(mode="json"), "samples": n} for p, n in (mine, theirs) if p]
+    fields = [{**mine[0].model_dump(mode="json"), "samples": mine[1]}]
+    fields.append({**theirs[0].model_dump(mode="json"), "samples": theirs[1]})
     for found in fields:
         found.pop("logprobs", None)
         if any_format:

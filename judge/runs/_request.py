@@ -12,7 +12,7 @@ from judge.cases._calls import first_choice
 from judge.cases._case import Case
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.runs._grading import Grader
-from judge.runs._preflight import Agreed, request_body
+from judge.runs._preflight import Agreed
 from judge.runs._records import RunRecord
 
 Job = tuple[str, Case, int]
@@ -28,9 +28,10 @@ class Asker:
     settings: dict[str, Any]
     grader: Grader
 
-    async def ask(self, client: CandidateClient, model: str, case: Case, run: int) -> RunRecord:
-        """One request for (model, case, run), recorded and graded."""
-        body = request_body(model, case, run, self.agreed)
+    async def ask(
+        self, client: CandidateClient, model: str, case: Case, run: int, body: dict[str, Any]
+    ) -> RunRecord:
+        """One request for (model, case, run) (its `request_body`), recorded and graded."""
         try:
             answer = await client.chat(body)
         except CandidateRequestError as exc:

@@ -23,28 +23,20 @@ from judge.endpoints._candidates import CandidateClient
 from judge.endpoints._client import serving
 from judge.endpoints._endpoint import Endpoint
 from judge.endpoints._retry import RetryPolicy
-from judge.runs._agent_loop import CASE_TOOLS, AgentLoop, plain_json, run_agent
-from judge.runs._batches import ask_in_batches, job_key
-from judge.runs._grading import Grader, OnRecord, Unjudged, needs_judging, pool
-from judge.runs._preflight import LOCAL, Agreed, PreflightError
+from judge.runs._agent_loop import AgentLoop, run_agent
+from judge.runs._batches import ask_in_batches
+from judge.runs._grading import Grader, OnRecord, needs_judging, pool
+from judge.runs._preflight import LOCAL, Agreed, PreflightError, request_body
 from judge.runs._records import Key, RunRecord
-from judge.runs._request import Asker, Job, reply_error, sorted_json
+from judge.runs._request import Asker, Job, sorted_json
 
 __all__ = [
-    "CASE_TOOLS",
     "AgentLoop",
     "Grader",
-    "Job",
     "OnRecord",
     "Plan",
     "Runner",
-    "Unjudged",
     "check_resumable",
-    "job_key",
-    "needs_judging",
-    "plain_json",
-    "pool",
-    "reply_error",
     "run_settings",
 ]
 
@@ -166,10 +158,11 @@ class Runner:
         return Asker(self.agreed, self.settings, self.grader)
 
     async def _ask(self, model: str, case: Case, run: int) -> RunRecord:
-        client = await self._client(model)
         if self.loop is not None:
+            client = await self._client(model)
             return await run_agent(self._asker, client, self.loop, model, case, run)
-        return await self._asker.ask(client, model, case, run)
+        body = request_body(model, case, run, self.agreed)  # a case it cannot send: no server
+        return await self._asker.ask(await self._client(model), model, case, run, body)
 
     async def _client(self, model: str) -> CandidateClient:
         name = LOCAL if model == LOCAL else "hosted"
