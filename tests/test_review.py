@@ -531,3 +531,38 @@ def test_a_label_write_is_synced_to_disk_before_it_returns(
     LabelFile(sample).write("w10-sofia", {"selection": "correct"})
     assert len(synced) == 2  # the new file's content, then the folder holding its name
     assert file_labels(sample)["w10-sofia"]["selection"] == "correct"
+
+
+@pytest.mark.parametrize(
+    ("headers", "allowed"),
+    [
+        pytest.param({}, True, id="no-browser"),
+        pytest.param(
+            {"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "same-origin"}, True, id="its-own-page"
+        ),  # fmt: skip
+        pytest.param(
+            {"Origin": "http://evil.example", "Content-Type": "text/plain"},
+            False,
+            id="a-form-elsewhere",
+        ),  # fmt: skip
+        pytest.param({"Sec-Fetch-Site": "cross-site"}, False, id="cross-site"),
+        pytest.param({"Sec-Fetch-Site": "same-site"}, False, id="another-port"),
+        pytest.param({"Origin": "null"}, False, id="a-sandboxed-page"),
+    ],
+)
+def test_a_page_elsewhere_cannot_label_or_write_the_record(
+    judged: tuple[ChatServer, Path, Path], tmp_path: Path, headers: dict[str, str], allowed: bool
+) -> None:
+    sample, results = copy(judged, tmp_path)
+    record = tmp_path / "calibration.json"
+    app = client(review_of(judged, sample, results, record=record, min_kappa=-1.0))
+    before = sample.read_bytes()
+    put = app.put("/api/labels/w10-sofia", json={"selection": "correct"}, headers=headers)
+    posted = app.post("/api/calibration", headers=headers)
+    if allowed:
+        assert put.status_code == 200 and sample.read_bytes() != before
+    else:
+        assert (put.status_code, posted.status_code) == (403, 403)
+        assert "refused" in put.json()["detail"]
+        assert sample.read_bytes() == before and not record.exists()
+    assert app.get("/api/queue", headers=headers).status_code == 200  # reading is not writing

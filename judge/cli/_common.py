@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 from click.core import ParameterSource
@@ -195,3 +196,12 @@ def _command_name(ctx: click.Context) -> str:
         names.append(ctx.info_name or "")
         ctx = ctx.parent
     return " ".join(["judge", *reversed(names)])
+
+
+def end_on_closed_pipe() -> NoReturn:
+    """Whoever read standard output has gone (`judge check f.jsonl | head`): end quietly with
+    exit 0, as `head` expects, standard output pointed at /dev/null so that nothing left in
+    its buffer fails again at exit."""
+    with contextlib.suppress(OSError, ValueError):  # ValueError: no descriptor (a capture)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(0)

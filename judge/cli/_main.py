@@ -24,6 +24,7 @@ from judge.cases._parquet import as_json_lines, is_parquet, output_sink
 from judge.checks._summary import Summary
 from judge.cli._common import (
     EXIT_UNREADABLE,
+    end_on_closed_pipe,
     line_count,
     parse_rate,
     progress_bar,
@@ -70,6 +71,12 @@ class LazyGroup(click.Group):
             return super().get_command(ctx, cmd_name)
         commands: tuple[click.Command, ...] = importlib.import_module(module).COMMANDS
         return next(c for c in commands if c.name == cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # whoever read standard output has gone (`| head`)
+            end_on_closed_pipe()
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -177,6 +184,8 @@ def check_command(
                            from_format, report, strict_input)  # fmt: skip
     except (InputError, WorkerFailed) as exc:
         _refuse(str(exc))
+    except BrokenPipeError:
+        end_on_closed_pipe()
     except OSError as exc:
         _refuse(f"cannot write {output}: {exc.strerror or exc}")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -95,10 +94,10 @@ def review_command(
     asked of it."""
     import uvicorn
 
-    from judge.service._app import TOKEN_ENV
     from judge.service._review import create_review_app
+    from judge.service._token import TOKEN_ENV, service_token
 
-    token = os.environ.get(TOKEN_ENV) or None
+    token = service_token()
     _refuse_unsafe(sample, host, token)
     review, cases = _read_review(
         sample,
@@ -137,16 +136,14 @@ def _refuse(message: str) -> NoReturn:
 def _refuse_unsafe(sample: str, host: str, token: str | None) -> None:
     """Exit 2 for a sample the labels cannot be written into, or for an address beyond
     loopback without a token."""
-    from judge.service._app import TOKEN_ENV
-    from judge.service._review import is_loopback
+    from judge.service._token import token_refusal
 
     if sample.lower().endswith(".parquet"):
         _refuse("labels are written into the sample line by line: give it as JSON Lines")
-    if not is_loopback(host) and token is None:
-        _refuse(
-            f"{host} is not a loopback address: set {TOKEN_ENV} so that only those who hold "
-            "it can read and label the sample"
-        )
+    if (why := token_refusal(host, token, required=True)) is not None:
+        if token is None:
+            why += " so that only those who hold it can read and label the sample"
+        _refuse(why)
 
 
 def _read_review(

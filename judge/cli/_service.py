@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 import click
 
+from judge.cli._common import EXIT_UNREADABLE
 from judge.cli._judge_options import (
     abstention_options,
     calibration_options,
@@ -88,7 +90,11 @@ def serve_command(
 
     from judge.service._app import create_app
     from judge.service._body import Limits
+    from judge.service._token import service_token, token_refusal
 
+    if (why := token_refusal(host, service_token(), required=False)) is not None:
+        click.echo(f"judge serve: {why}", err=True)
+        sys.exit(EXIT_UNREADABLE)
     judge = judge_for("serve", options, calibration=calibration, strict=strict, force=force)
     app = create_app(
         judge=judge,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -38,9 +37,10 @@ from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.service._body import NDJSON, Batch, Limits, read_batch
 from judge.service._openapi import NO_JUDGE_RESPONSE, openapi_body
+from judge.service._origin import SameOriginWrites
 from judge.service._schema import SchemaName, json_schema
+from judge.service._token import TOKEN_ENV, service_token
 
-TOKEN_ENV = "JUDGE_SERVICE_TOKEN"
 OPEN_PATHS = frozenset(("/healthz",))
 _CHUNK = 64  # NDJSON check results per write
 _NO_JUDGE = "this service runs no judge"
@@ -58,11 +58,12 @@ def create_app(
 ) -> FastAPI:
     """The service. `judge` grades `/v1/grade` (none: that endpoint answers 503); it is
     entered once when the app starts and closed when it stops. `token` (default: the
-    `JUDGE_SERVICE_TOKEN` environment variable) turns bearer auth on. `match` and `env`
+    `JUDGE_SERVICE_TOKEN` environment variable), stripped of surrounding whitespace, turns
+    bearer auth on. `match` and `env`
     set how `/v1/check` grades trajectories, as `judge check --match/--env` (a judge has its
     own). `traces` (a `judge import` format: `otel`, `langsmith`, `inspect`, `openai`) makes
     request bodies trace data, converted to cases as `judge import` converts them."""
-    token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+    token = service_token(token)
     service = _Service(judge, limits or Limits(), match, env, traces)
     app = FastAPI(
         title="judge",
@@ -72,6 +73,7 @@ def create_app(
     )
     if token:
         app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(SameOriginWrites)  # a page elsewhere cannot make it grade or check
     _add_service_routes(app, judge)
     _add_grading_routes(app, service)
     _publish_schemas(app, guarded=bool(token))

@@ -18,7 +18,6 @@ page elsewhere cannot reach the app through a DNS name that points at 127.0.0.1)
 
 from __future__ import annotations
 
-import ipaddress
 from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
@@ -31,7 +30,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge._errors import CaseError, InputError
 from judge.calibrate._review import RecordRefused, Review
-from judge.service._app import TOKEN_ENV, BearerAuth
+from judge.service._app import BearerAuth
+from judge.service._origin import SameOriginWrites
+from judge.service._token import TOKEN_ENV, is_loopback
 
 STATIC = Path(__file__).parent / "review"
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -63,6 +64,7 @@ def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
         app.add_middleware(BearerAuth, token=token, guarded_prefix="/api/")
     else:
         app.add_middleware(LoopbackOnly)
+    app.add_middleware(SameOriginWrites)  # no page elsewhere labels, or writes the record
     _add_page_routes(app)
     _add_case_routes(app, review)
     _add_calibration_routes(app, review)
@@ -182,17 +184,6 @@ class LoopbackOnly:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
-
-
-def is_loopback(host: str) -> bool:
-    """`localhost`, or an address in 127.0.0.0/8 or ::1: what `judge review` serves without
-    a token."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _host(header: bytes) -> str:
