@@ -23,6 +23,7 @@ from judge.cli._common import (
     FORMER_NAMES_UNTIL,
     RENAMED_ON,
     progress_bar,
+    refuse_over_inputs,
     renamed_option,
     stack_options,
     strict_interval_option,
@@ -114,6 +115,8 @@ def calibrate_command(
     stem = Path(output).with_suffix("")
     results = results_out or f"{stem}.results.jsonl"
     disagreements = disagreements or f"{stem}.disagreements.jsonl"
+    refuse_over_inputs("calibrate", [sample], [("-o", output), ("--results-out", results),
+                       ("--disagreements", disagreements), ("--report", report)])  # fmt: skip
     cases, judge = _sample_and_judge(sample, {**judge_options, "abstain_below": abstain_below})
     try:
         graded, probed = asyncio.run(_grade_all(judge, cases, probes or []))
@@ -288,6 +291,7 @@ def sample_command(
     if uncertain and results is None:
         click.echo("judge sample: --uncertain needs --results (judge grade output)", err=True)
         sys.exit(EXIT_UNREADABLE)
+    refuse_over_inputs("sample", [cases, results], [("-o", output)])
     try:
         raw, loaded = read_lines(cases)
         judged = judged_states(results) if results else None
@@ -325,6 +329,7 @@ def bfcl_command(questions: str, possible_answers: str | None, output: str) -> N
     """Convert a BFCL category file (as shipped in bfcl-eval) into cases."""
     from judge.cases._bfcl import bfcl_cases
 
+    refuse_over_inputs("bfcl", [questions, possible_answers], [("-o", output)])
     try:
         cases = bfcl_cases(questions, possible_answers)
     except JudgeError as exc:
@@ -362,6 +367,7 @@ def labels_export(sample: str, output: str) -> None:
     """Write SAMPLE as a CSV with `selection`, `arguments` and `note` columns to fill."""
     from judge.calibrate._sample import export_csv, read_lines
 
+    refuse_over_inputs("labels export", [sample], [("-o", output)])
     try:
         _, loaded = read_lines(sample)
     except JudgeError as exc:
@@ -385,6 +391,7 @@ def labels_import(sample: str, csv_file: str, output: str | None) -> None:
     from judge.calibrate._labels import LabelFile
     from judge.calibrate._sample import import_csv
 
+    refuse_over_inputs("labels import", [csv_file], [("-o", output or sample)])
     try:  # under the sample's lock: a `judge review` serving it loses no label
         LabelFile(sample).rewrite(lambda raw, cases: import_csv(csv_file, raw, cases), output)
     except JudgeError as exc:

@@ -9,7 +9,12 @@ import click
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._labels import user_name
-from judge.cli._common import EXIT_UNREADABLE, stack_options, strict_interval_option
+from judge.cli._common import (
+    EXIT_UNREADABLE,
+    refuse_over_inputs,
+    stack_options,
+    strict_interval_option,
+)
 from judge.cli._judge_options import judge_options, make_judge
 
 if TYPE_CHECKING:
@@ -99,6 +104,7 @@ def review_command(
 
     token = service_token()
     _refuse_unsafe(sample, host, token)
+    refuse_over_inputs("review", [sample, results], [("--record", record)])
     review, cases = _read_review(
         sample,
         results,

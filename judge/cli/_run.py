@@ -13,6 +13,7 @@ import click
 from judge.cli._batch import Batching, batch_options, cost_lines, progress_printer
 from judge.cli._common import (
     EXIT_UNREADABLE,
+    refuse_over_inputs,
     require_files,
     stack_options,
 )
@@ -171,6 +172,7 @@ def run_command(
     candidate's calls are executed in a fresh environment and answered, until it answers in
     text or --max-steps is reached; the whole transcript is graded."""
     require_files((cases,))
+    refuse_over_inputs("run", [cases], [("-o", output)])
     batching = Batching.take(judging)
     env_spec = judging["env"]  # before the trajectory options are taken out of `judging`
     match, factory = trajectory_or_exit(judging, "run")

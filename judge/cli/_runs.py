@@ -20,6 +20,7 @@ from judge.cli._common import (
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
     progress_bar,
+    refuse_over_inputs,
     require_files,
     stack_options,
 )
@@ -80,6 +81,7 @@ def compare_command(runs_file: str, report_format: str, html: str | None) -> Non
     """Compare the models of a runs file (from `judge run`): pass rates with 95% intervals,
     the breakdown, pass^k / pass@k, spend, latency and paired differences."""
     require_files((runs_file,))
+    refuse_over_inputs("compare", [runs_file], [("--html", html)])
     report_runs(read_records(runs_file, "compare"), report_format, html, sys.stdout)
 
 
@@ -114,6 +116,8 @@ def regrade_command(
     """Grade the stored responses of RUNS again against CASES (after fixing an expected call,
     or with --judge), without asking any candidate again."""
     require_files((runs_file, cases))
+    refuse_over_inputs("regrade", [cases], [("-o", output), ("--html", html)])
+    refuse_over_inputs("regrade", [runs_file], [("--html", html)])
     loaded = {case.id: case for case in load_run_cases(cases, "regrade")}
     records = read_records(runs_file, "regrade")
     missing = sorted({r.case_id for r in records} - loaded.keys())
