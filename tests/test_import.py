@@ -472,10 +472,16 @@ def test_odd_spans_are_read_or_reported_one_by_one(tmp_path: Path) -> None:
     assert found.skipped["span"] == 1  # the evaluation event is no LLM call
     [problem] = found.problems
     assert problem.source == f"{good}:1" and "span 0202020202020202" in problem.why
-    # one unreadable file among several: said, skipped, the others graded (exit 0)
-    done = CliRunner().invoke(main, ["check", "--from", "otel", str(good), str(unreadable)])
-    assert done.exit_code == 0, done.output
+    # one unreadable file among several: said, the others graded and written, then exit 2
+    # (an input with nothing usable in it is never passed over in silence)
+    out = tmp_path / "results.jsonl"
+    done = CliRunner().invoke(
+        main, ["check", "--from", "otel", str(good), str(unreadable), "-o", str(out)]
+    )
+    assert done.exit_code == 2, done.output
     assert f"skipped {unreadable}:1: not JSON" in done.stderr
+    assert f"nothing could be read from {unreadable}: no LLM call in it" in done.stderr
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [case["id"]]
 
 
 def test_langsmith_completion_prompts_and_inspect_samples_without_events(tmp_path: Path) -> None:
@@ -504,10 +510,10 @@ def test_langsmith_completion_prompts_and_inspect_samples_without_events(tmp_pat
 def test_documents_are_read_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from judge.traces import _spans
-    from judge.traces._spans import Problem, iter_documents
+    from judge.traces import _documents
+    from judge.traces._documents import Problem, iter_documents
 
-    monkeypatch.setattr(_spans, "_CHUNK", 7)  # every document cut by chunk boundaries
+    monkeypatch.setattr(_documents, "_CHUNK", 7)  # every document cut by chunk boundaries
     docs = [{"n": i, "text": "é" * (i % 5), "list": [1, {"k": "v"}]} for i in range(30)]
     text = "\n".join(json.dumps(d) for d in docs[:10]) + "\n{not json\n"
     text += "".join(json.dumps(d, indent=2) + "\n" for d in docs[10:])

@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from judge import create_app
 from judge.calibrate._record import CalibrationRecord, fingerprint_sha256
 from judge.cli import main
-from judge.cli._service import parse_size
+from judge.cli._common import parse_size
 from judge.cli._service import serve_command as serve_cli
 from tests.chat_server import ChatServer, Reply, answer, serving
 from tests.helpers import call, case

@@ -23,7 +23,7 @@ from judge.cases._fields import UnknownField, unknown_fields, without_unknown
 from judge.cases._files import open_cases
 from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._json import pointer as json_pointer
-from judge.cases._parquet import as_json_lines, is_parquet
+from judge.cases._parquet import as_json_lines, is_parquet, unreadable_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -221,6 +221,9 @@ def read_line(
         data = loads(raw)
     except DecodeError as exc:
         return CaseError(f"not valid JSON: {exc}", source=source, line=line)
+    unreadable = unreadable_row(data, source, line)  # a Parquet row, said where and why
+    if unreadable is not None:
+        return unreadable
     try:
         return parse_case(data, source=source, line=line, strict=strict, warn=warn)
     except CaseError as exc:

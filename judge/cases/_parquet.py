@@ -4,18 +4,28 @@ written as Parquet with one column per top-level field: a column whose values ar
 all booleans, all integers or all floats keeps that type; any other (objects, lists, mixed
 shapes) holds JSON text, and the file's metadata says which, so reading it back gives the
 same JSON. Parquet files from elsewhere are read with their own types (nested columns as
-objects and lists; the case fields that hold objects may also be JSON text)."""
+objects and lists; the case fields that hold objects may also be JSON text).
+
+Nothing is converted in silence: a value JSON has no form for (bytes, NaN, a timestamp) or
+JSON text that does not parse makes its row an error naming the column and the pointer (the
+other rows are read), and a file Arrow cannot read to the end is refused whole, before any
+case of it is graded."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import io
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import IO, Any, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
 
-from judge._errors import InputError
-from judge.cases._json import DecodeError, dumps, loads
+from judge._errors import CaseError, InputError
+from judge.cases._json import DecodeError, dumps, loads, pointer
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 JSON_COLUMNS_KEY = b"judge.json_columns"
 CASE_JSON_COLUMNS = frozenset(
@@ -23,6 +33,22 @@ CASE_JSON_COLUMNS = frozenset(
 )
 """Case fields that hold objects or lists: JSON text in such a column is decoded."""
 _ROWS = 4096  # rows per batch read or written
+UNREADABLE_ROW = "\u0000judge.unreadable_row"
+"""The one key of the line `as_json_lines` writes for a row that cannot be read, which
+`unreadable_row` reads back (it begins with a NUL: no case's key is taken for it)."""
+_NO_JSON = {
+    bytes: "bytes, not text",
+    float: "a number JSON cannot hold",
+    tuple: "a map entry",
+}
+
+
+class RowError(InputError, ValueError):
+    """A row that cannot be read as JSON: `why`, at `pointer` (its column, and within it)."""
+
+    def __init__(self, why: str, at: str, where: str = "") -> None:
+        super().__init__(f"{where} at {at}: {why}" if where else f"{at}: {why}")
+        self.why, self.pointer = why, at
 
 
 def is_parquet(path: str | PathLike[str]) -> bool:
@@ -31,23 +57,68 @@ def is_parquet(path: str | PathLike[str]) -> bool:
 
 def iter_rows(path: str | PathLike[str]) -> Iterator[dict[str, Any]]:
     """Each row of a Parquet file as the JSON object it stands for (nulls left out, as a case
-    reads them); an unreadable file raises `InputError` at once, a row that
-    cannot be decoded when it is reached."""
-    encoded, raw = _raw_rows(path)
-    return (decoded_row(row, encoded) for row in raw)
+    reads them); an unreadable file raises `InputError` at once, a row that cannot be
+    decoded (`RowError`) or read when it is reached."""
+    encoded, types, raw = _raw_rows(path)
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for number, row in enumerate(raw, start=1):
+            try:
+                yield decoded_row(row, encoded, types)
+            except RowError as exc:  # said with the file and the row
+                raise RowError(exc.why, exc.pointer, f"{path}:{number}") from None
+
+    return rows()
 
 
-def _raw_rows(path: str | PathLike[str]) -> tuple[set[str] | None, Iterator[dict[str, Any]]]:
-    """The columns of JSON text, and each row as Arrow gives it; `InputError` at once for a
-    file that cannot be read."""
+def _raw_rows(
+    path: str | PathLike[str],
+) -> tuple[set[str] | None, dict[str, str], Iterator[dict[str, Any]]]:
+    """The columns of JSON text, each column's Arrow type, and each row as Arrow gives it;
+    `InputError` at once for a file that cannot be opened, and when the rows are reached for
+    one whose data cannot be read (a corrupt page, fewer rows than its footer says)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
-        handle = pq.ParquetFile(str(path))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable Parquet file: {exc}") from None
-    rows = (row for batch in handle.iter_batches(batch_size=_ROWS) for row in batch.to_pylist())
-    return json_columns(handle.schema_arrow.metadata), rows
+    try:  # each page's checksum, where it has one, checked: flipped bits refused, not read
+        handle = pq.ParquetFile(str(path), page_checksum_verification=True)
+        schema = handle.schema_arrow
+        encoded = json_columns(schema.metadata)
+    except (OSError, ValueError, pa.ArrowException) as exc:  # (a UnicodeError is a ValueError)
+        raise InputError(f"{path}: not a readable Parquet file: {_said(exc)}") from None
+    types = {f.name: str(f.type) for f in schema}
+    return encoded, types, _read_rows(handle, path)
+
+
+def _read_rows(handle: pq.ParquetFile, path: str | PathLike[str]) -> Iterator[dict[str, Any]]:
+    import pyarrow as pa
+
+    read = 0
+    batches = handle.iter_batches(batch_size=_ROWS)
+    while True:
+        try:
+            batch = next(batches, None)
+            rows = [] if batch is None else batch.to_pylist()
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise InputError(
+                f"{path}: not a readable Parquet file: the rows from {read + 1} on cannot be "
+                f"read: {_said(exc)}"
+            ) from None
+        if batch is None:
+            break
+        read += len(rows)
+        yield from rows
+    expected = handle.metadata.num_rows
+    if read != expected:  # what Arrow could not find is lost: said, never dropped
+        raise InputError(
+            f"{path}: not a readable Parquet file: its footer says {expected} rows, "
+            f"{read} could be read"
+        )
+
+
+def _said(exc: BaseException) -> str:
+    """Arrow's message on one line."""
+    return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or repr(exc)
 
 
 def json_columns(metadata: dict[bytes, bytes] | None) -> set[str] | None:
@@ -57,11 +128,14 @@ def json_columns(metadata: dict[bytes, bytes] | None) -> set[str] | None:
     return set(marked.decode().split(",")) if marked else None
 
 
-def decoded_row(row: dict[str, Any], encoded: set[str] | None) -> dict[str, Any]:
+def decoded_row(
+    row: dict[str, Any], encoded: set[str] | None, types: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A Parquet (or Arrow) row as the JSON object it stands for. `encoded`: the columns of
     JSON text (None, from elsewhere: JSON text in a case's object fields is decoded, and the
     nulls Arrow fills nested objects with, to give every row the union of all rows' fields,
-    are left out). Top-level nulls are left out too."""
+    are left out). Top-level nulls are left out too. `RowError` for JSON text that does not
+    parse, or a value JSON has no form for (`types`: each column's Arrow type, to say so)."""
     found: dict[str, Any] = {}
     for key, value in row.items():
         if value is None:
@@ -70,38 +144,84 @@ def decoded_row(row: dict[str, Any], encoded: set[str] | None) -> dict[str, Any]
         if isinstance(value, str) and text:
             try:
                 value = loads(value)
-            except DecodeError:
+            except DecodeError as exc:
                 if encoded is not None or key != "response":  # plain text is a response
-                    raise InputError(f"column {key!r} holds text that is not JSON") from None
-        elif encoded is None:
-            value = _without_nulls(value)
+                    why = f"column {key!r} holds text that is not JSON ({exc})"
+                    raise RowError(why, pointer([key])) from None
+        else:
+            value = _plain(value, [key], types or {}, nulls=encoded is not None)
         found[key] = value
     return found
 
 
-def _without_nulls(value: Any) -> Any:
+def _plain(value: Any, path: list[Any], types: Mapping[str, str], *, nulls: bool) -> Any:
+    """The value as JSON holds it (with `nulls`, nested nulls kept), or `RowError`."""
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {
+            k: _plain(v, [*path, k], types, nulls=nulls)
+            for k, v in value.items()
+            if nulls or v is not None
+        }
     if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
+        return [_plain(v, [*path, i], types, nulls=nulls) for i, v in enumerate(value)]
+    if (
+        value is None
+        or isinstance(value, str | int)
+        or (isinstance(value, float) and math.isfinite(value))
+    ):
+        return value
+    held = _NO_JSON.get(type(value), f"a {type(value).__name__}")
+    if isinstance(value, float):
+        held += f" ({value})"
+    column = path[0]
+    kind = f" ({types[column]})" if column in types else ""
+    why = (
+        f"column {column!r}{kind} holds {held}, which JSON has no form for: cast the column "
+        "to text (a string column, or JSON text) first"
+    )
+    raise RowError(why, pointer(path))
+
+
+def unreadable_row(data: Any, source: str, line: int) -> CaseError | None:
+    """The error a line `as_json_lines` wrote for a row it could not read stands for (None:
+    any other line)."""
+    if not (isinstance(data, dict) and len(data) == 1 and UNREADABLE_ROW in data):
+        return None
+    said = data[UNREADABLE_ROW]
+    said = said if isinstance(said, dict) else {}
+    case_id = said.get("id")
+    return CaseError(
+        str(said.get("why", "this row cannot be read")),
+        source=source,
+        line=line,
+        case_id=case_id if isinstance(case_id, str) else None,
+        pointer=str(said.get("pointer", "")),
+    )
 
 
 def as_json_lines(path: str | PathLike[str]) -> BinaryIO:
     """The JSON Lines a Parquet file of cases stands for, one line per row, in a temporary
     file (read from the start): what `judge check` and `judge grade` read. A row that cannot
-    be decoded becomes a line that is not a case object, so it is reported as `InvalidCase`
-    on its own line number."""
+    be decoded becomes a line that `read_line` reports as `InvalidCase` on its own line
+    number, with the reason and the pointer; a file that cannot be read to the end raises
+    `InputError` here, before any of its cases is read."""
     import tempfile
 
-    encoded, rows = _raw_rows(path)
+    encoded, types, rows = _raw_rows(path)
     spool = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
-    for row in rows:  # a row that cannot be decoded stands alone: the rows after it are read
-        try:
-            line = dumps(decoded_row(row, encoded))
-        except InputError as exc:
-            line = dumps(f"unreadable row: {exc}")
-        spool.write(line + b"\n")
+    try:
+        for row in rows:  # a row that cannot be decoded stands alone: the rows after it are read
+            try:
+                line = dumps(decoded_row(row, encoded, types))
+            except RowError as exc:
+                case_id = row.get("id", row.get("name"))
+                said = {"why": exc.why, "pointer": exc.pointer}
+                line = dumps({UNREADABLE_ROW: {**said, "id": case_id} if isinstance(case_id, str)
+                              else said})  # fmt: skip
+            spool.write(line + b"\n")
+    except BaseException:  # a file that cannot be read to the end: refused before any case
+        spool.close()
+        raise
     spool.seek(0)
     return cast(BinaryIO, spool)
 
@@ -132,7 +252,7 @@ def write_parquet(lines: Callable[[], Iterable[bytes]], dest: str | Path) -> int
             encoded.append(key)
     schema = pa.schema(fields, metadata={JSON_COLUMNS_KEY: ",".join(encoded).encode()})
     written = 0
-    with pq.ParquetWriter(str(dest), schema) as writer:
+    with pq.ParquetWriter(str(dest), schema, write_page_checksum=True) as writer:
         batch: list[dict[str, Any]] = []
         for line in lines():
             if not line.strip():
@@ -165,8 +285,8 @@ def output_sink(output: str | None) -> Iterator[IO[bytes]]:
         return
     assert output is not None
     if not is_parquet(output):
-        with open(output, "wb") as handle:
-            yield handle
+        with _OpenedOnWrite(output) as handle:
+            yield cast(IO[bytes], handle)
         return
     with tempfile.TemporaryFile() as spool:
         yield spool
@@ -187,3 +307,36 @@ def jsonl_to_parquet(source: str | Path, dest: str | Path) -> int:
             yield from handle
 
     return write_parquet(lines, dest)
+
+
+class _OpenedOnWrite(io.RawIOBase):
+    """A file created (or emptied) at its first write, and when closed unwritten after no
+    error: a run refused before its first result (an unreadable input) leaves no file, and
+    keeps the one it would have written over."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.handle: IO[bytes] | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if self.handle is None:
+            self.handle = open(self.path, "wb")  # noqa: SIM115 (closed by close)
+        return self.handle.write(data)
+
+    def flush(self) -> None:
+        if self.handle is not None:
+            self.handle.flush()
+
+    def __exit__(self, kind: Any, *rest: Any) -> None:
+        if kind is None and self.handle is None:
+            self.write(b"")
+        self.close()
+
+    def close(self) -> None:
+        super().close()  # (which flushes first)
+        if self.handle is not None:
+            self.handle.close()

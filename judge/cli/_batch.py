@@ -13,7 +13,7 @@ import click
 from judge._errors import InputError
 from judge.cases._case import Case
 from judge.cases._loading import iter_cases
-from judge.cli._common import stack_options
+from judge.cli._common import report_skipped, stack_options
 
 if TYPE_CHECKING:
     from judge.endpoints._batch import BatchOptions, Progress, Retry
@@ -170,10 +170,12 @@ async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str
         return None
     if batching.results is not None:
         prepared, missing = await read_results(judge, cases, batching.results, batching.retry)
+        report_skipped("grade", prepared.problems)
+        unreadable = len(prepared.state.unreadable)
         click.echo(
             f"judge grade: {batching.results}: {len(prepared.state.answered)} replies kept, "
-            f"{len(prepared.state.failed)} unusable; {missing} requests left to ask "
-            f"({batching.retry})",
+            f"{len(prepared.state.failed) - unreadable} unusable, {unreadable} unreadable "
+            f"(judge_error, not asked again); {missing} requests left to ask ({batching.retry})",
             err=True,
         )
         return prepared
@@ -190,8 +192,11 @@ def progress_printer(command: str) -> Callable[[Progress], None]:
     progress bar of the requests done (it goes once they all are)."""
     shown: dict[str, str] = {}
     bar: list[Any] = []  # the rich progress bar, once there is something to show
+    said = [0]  # the output lines not read that were reported
 
     def progress(found: Progress) -> None:
+        report_skipped(command, found.problems[said[0] :])
+        said[0] = len(found.problems)
         for batch_id, status in found.batches.items():
             if shown.get(batch_id) != status:
                 shown[batch_id] = status

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -45,6 +46,36 @@ def parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) ->
     if not 0.0 <= rate <= 1.0:
         raise click.BadParameter(f"{value!r} is outside 0..1 (0.9 or 90%)")
     return rate
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(ctx: click.Context, param: click.Parameter, value: str | int | None) -> int | None:
+    """Bytes from `1048576`, `512K`, `32M`, `32MiB`, `1G` (None: not given)."""
+    if value is None:
+        return None
+    found = _SIZE.match(str(value))
+    if found is None:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 32M or 1048576)")
+    size = int(found[1]) * _UNITS[(found[2] or "").lower()[:1]]
+    if size < 1:
+        raise click.BadParameter("must be at least 1 byte")
+    return size
+
+
+def drop_empty(created: str | None) -> None:
+    """The output this run created, removed when nothing is in it (every input refused, or
+    empty): a refused run leaves no file behind."""
+    if created is not None and os.path.isfile(created) and not os.path.getsize(created):
+        os.remove(created)
+
+
+def empty_inputs(paths: list[str]) -> str:
+    """Why a run that read inputs without a case in them is refused (exit 2)."""
+    names = ", ".join("standard input" if p == "-" else p for p in paths)
+    return f"no case in {names} (an empty input): nothing there was graded"
 
 
 def stack_options(*options: Callable[..., Any]) -> Callable[..., Any]:

@@ -20,6 +20,8 @@ from judge.cli._common import (
     EXIT_GATE,
     EXIT_UNREADABLE,
     FORMER_NAMES_UNTIL,
+    drop_empty,
+    empty_inputs,
     invalid_messages,
     line_count,
     parse_rate,
@@ -149,9 +151,14 @@ def grade_command(
     if reader is None:  # case files: read strictly when asked, each case's line noted
         sources = [_Numbered(report, path) for path in cases]
     prepared: list[Any] = []
+    fresh = output is not None and not os.path.exists(output)
     _grade_into(output, judge, cases, summary, sources, report, batching, prepared, reader)
     if batching is not None and not prepared:  # --batch-file: written, nothing graded
         return
+    empty = [s.path for s in sources if isinstance(s, _Numbered) and not s.read]
+    if batching is None and empty:  # (a batch's cases are read by its own reader)
+        drop_empty(output if fresh else None)
+        _refuse(empty_inputs(empty))
     report.finish(summary)
     if prepared and prepared[0].state.batches:
         lines = cost_lines(
@@ -231,21 +238,34 @@ def _grade_into(
     parquet = None
     if output is not None and is_parquet(output):
         parquet, output = output, f"{output}.jsonl"
-        if os.path.exists(parquet) and not os.path.exists(output):  # appended to, as JSONL is
-            with open(output, "wb") as spool:
-                for row in iter_rows(parquet):
-                    spool.write(dumps(row) + b"\n")
+    fresh = output is not None and not os.path.exists(output)
     try:
+        if parquet is not None and output is not None and fresh and os.path.exists(parquet):
+            _spool_rows(parquet, output)  # appended to, as JSON Lines are
         asyncio.run(_grade(judge, cases, output, summary, sources, report, batching, prepared))
-        if reader is not None:
-            reader.finish(cases)
         if parquet is not None and output is not None and os.path.exists(output):
             jsonl_to_parquet(output, parquet)
             os.remove(output)
+        if reader is not None:  # after writing: what was read is kept
+            reader.finish()
     except JudgeEndpointError as exc:
+        drop_empty(output if fresh else None)
         _refuse(str(exc), EXIT_ENDPOINT)
     except InputError as exc:
+        drop_empty(output if fresh else None)
         _refuse(str(exc))
+
+
+def _spool_rows(parquet: str, spool: str) -> None:
+    """An earlier Parquet output's rows as the JSON Lines grading appends to; none when it
+    cannot be read to the end (a part would be taken for all of it on a rerun)."""
+    try:
+        with open(spool, "wb") as handle:
+            for row in iter_rows(parquet):
+                handle.write(dumps(row) + b"\n")
+    except InputError:
+        os.remove(spool)
+        raise
 
 
 def _fail_under(summary: Summary, fail_under: float | None, strict: bool = False) -> None:
@@ -262,9 +282,12 @@ class _Numbered:
 
     def __init__(self, report: RunReport, path: str) -> None:
         self.report, self.path = report, path
+        self.read = 0
 
     def __iter__(self) -> Iterator[Any]:
-        return self.report.read(self.path)
+        for case in self.report.read(self.path):
+            self.read += 1
+            yield case
 
 
 def _grade_on_ray(

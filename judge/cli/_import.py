@@ -10,7 +10,9 @@ from typing import Any, BinaryIO, cast
 import click
 
 from judge.cli._common import EXIT_UNREADABLE, refuse_over_inputs, require_files
+from judge.cli._matching import trace_reading, trace_reading_options
 from judge.traces import FORMATS, Imported
+from judge.traces._documents import Reading
 from judge.traces._ids import UniqueIds
 from judge.traces._import import Format, Per, iter_import
 
@@ -32,6 +34,7 @@ from judge.traces._import import Format, Per, iter_import
     help="One case per LLM call (its input, tools and output), or per trace (the whole "
     "conversation, no response: for --match and the trajectory judge).",
 )
+@trace_reading_options
 def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: str) -> None:
     """Convert FILES in FORMAT into cases: `otel` (OTLP JSON as the Collector's file exporter
     writes it, or the Python SDK's span JSON; OpenInference or GenAI attributes), `langsmith`
@@ -46,7 +49,7 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
     with output_sink(output) as sink:
         for case in reader.cases(files):  # written as it is made: memory stays flat
             sink.write(dumps(case) + b"\n")
-    reader.finish(files)
+    reader.finish()
     click.echo(
         f"judge import: {reader.made} cases from {reader.calls} LLM calls; {reader.skipped} "
         f"records that are not LLM calls skipped; {reader.problems} records unreadable",
@@ -57,24 +60,30 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
 class TraceReader:
     """Trace files read as cases, one case at a time (a file is never held whole): each
     unreadable record said on standard error (file:line and why) once its files are read;
-    ids unique across all the files read, those made so said by `finish`, which exits 2 only
-    when nothing at all could be read."""
+    ids unique across all the files read, those made so said by `finish`, which exits 2 when
+    a file gave no LLM call (once every other file is read and written)."""
 
-    def __init__(self, fmt: str, command: str, per: Per = "call") -> None:
+    def __init__(
+        self, fmt: str, command: str, per: Per = "call", reading: Reading | None = None
+    ) -> None:
         self.fmt: Format = fmt  # type: ignore[assignment]
         self.command = command
         self.per = per
+        self.reading = reading or trace_reading()
         self.made = self.calls = self.skipped = self.problems = 0
         self.ids = UniqueIds()
+        self.unusable: list[str] = []
+        """The files that gave no LLM call."""
 
     def cases(self, files: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-        found = Imported(ids=self.ids)
+        found = Imported(ids=self.ids, reading=self.reading)
         for case in iter_import(self.fmt, files, found, self.per):
             self.made += 1
             yield case
         self.calls += found.calls
         self.skipped += sum(found.skipped.values())
         self.problems += len(found.problems)
+        self.unusable += [path for path in files if not found.per_file[path]]
         for problem in found.problems:
             click.echo(f"judge {self.command}: skipped {problem.source}: {problem.why}", err=True)
 
@@ -88,13 +97,15 @@ class TraceReader:
         spool.seek(0)
         return cast(BinaryIO, spool)
 
-    def finish(self, files: tuple[str, ...]) -> None:
+    def finish(self) -> None:
         said = self.ids.said()
         if said is not None:
             click.echo(f"judge {self.command}: {said}", err=True)
-        if not self.made and self.problems:
+        if self.unusable:
             click.echo(
-                f"judge {self.command}: nothing could be read from {', '.join(files)}", err=True
+                f"judge {self.command}: nothing could be read from {', '.join(self.unusable)}: "
+                "no LLM call in it (the lines above say why)",
+                err=True,
             )
             sys.exit(EXIT_UNREADABLE)
 

@@ -24,6 +24,7 @@ from judge.cases._parquet import as_json_lines, is_parquet, output_sink
 from judge.checks._summary import Summary
 from judge.cli._common import (
     EXIT_UNREADABLE,
+    empty_inputs,
     end_on_closed_pipe,
     line_count,
     parse_rate,
@@ -245,13 +246,19 @@ def _check_locally(
             from judge.cli._import import TraceReader
 
             reader = TraceReader(from_format, "check")
+        empty = []
         for path in cases:
             total = line_count(path) if show else None
+            before = summary.cases
             with progress_bar(os.path.basename(path), total, show) as advance:
                 traced = reader.spooled(path) if reader is not None else None
                 _check_file(grader, path, summary, sink, advance, report, traced)
+            if summary.cases == before and reader is None:
+                empty.append(path)
         if reader is not None:
-            reader.finish(cases)
+            reader.finish()
+        if empty:  # once the other inputs are graded and written
+            raise InputError(empty_inputs(empty))
 
 
 def _check_file(

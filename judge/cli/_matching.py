@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from judge.cases._form import ARGS_MODES, MATCH_MODES
-from judge.cli._common import stack_options
+from judge.cli._common import parse_size, stack_options
 
 if TYPE_CHECKING:
     from judge.cases._match import Match
     from judge.checks._env import EnvironmentFactory
+    from judge.traces._documents import Reading
 
 judge_trajectory_option = click.option(
     "--trajectory",
@@ -31,12 +32,64 @@ judge_answers_option = click.option(
     "as a reference).",
 )
 
-from_traces_option = click.option(
-    "--from",
-    "from_format",
-    type=click.Choice(("otel", "langsmith", "inspect", "openai")),
-    help="The inputs are trace files in this format, converted as `judge import` converts "
-    "them (one case per LLM call).",
+_READING = "judge.trace_reading"  # where the trace options are kept in the click context
+
+
+def _keep(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep a trace option in the context, where `trace_reading` finds it."""
+    ctx.meta.setdefault(_READING, {})[param.name] = value
+    return value
+
+
+trace_reading_options = stack_options(
+    click.option(
+        "--encoding-errors",
+        type=click.Choice(("strict", "replace")),
+        default="strict",
+        show_default=True,
+        expose_value=False,
+        callback=_keep,
+        help="Trace files: a record with bytes that are not UTF-8 is skipped with its byte "
+        "offset (strict), or read with U+FFFD in their place (replace).",
+    ),
+    click.option(
+        "--max-unpacked",
+        metavar="SIZE",
+        expose_value=False,
+        callback=lambda ctx, param, value: _keep(ctx, param, parse_size(ctx, param, value)),
+        help="Trace files: the bytes one compressed member (an Inspect .eval sample) may "
+        "unpack to (256M; judge serve: --max-request-bytes); a larger one is skipped with "
+        "the reason.",
+    ),
+)
+
+
+def given_trace_options() -> dict[str, Any]:
+    """The trace options given to this command (`encoding_errors`, `max_unpacked`), those
+    left out absent."""
+    ctx = click.get_current_context(silent=True)
+    given = ctx.meta.get(_READING, {}) if ctx is not None else {}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def trace_reading() -> Reading:
+    """How this command reads trace files, from its options."""
+    from judge.traces._documents import Reading
+
+    return Reading(
+        **{{"encoding_errors": "errors"}.get(k, k): v for k, v in given_trace_options().items()}
+    )
+
+
+from_traces_option = stack_options(
+    click.option(
+        "--from",
+        "from_format",
+        type=click.Choice(("otel", "langsmith", "inspect", "openai")),
+        help="The inputs are trace files in this format, converted as `judge import` "
+        "converts them (one case per LLM call).",
+    ),
+    trace_reading_options,
 )
 
 

@@ -4,13 +4,12 @@ JSON Schemas of the formats)."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Any
 
 import click
 
-from judge.cli._common import EXIT_UNREADABLE
+from judge.cli._common import EXIT_UNREADABLE, parse_size
 from judge.cli._judge_options import (
     abstention_options,
     calibration_options,
@@ -19,25 +18,12 @@ from judge.cli._judge_options import (
 )
 from judge.cli._matching import (
     from_traces_option,
+    given_trace_options,
     judge_answers_option,
     judge_trajectory_option,
     trajectory_options,
 )
 from judge.service._schema import SCHEMA_NAMES, SchemaName, json_schema
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-
-
-def parse_size(ctx: click.Context, param: click.Parameter, value: str | int) -> int:
-    """Bytes from `1048576`, `512K`, `32M`, `32MiB`, `1G`."""
-    found = _SIZE.match(str(value))
-    if found is None:
-        raise click.BadParameter(f"{value!r} is not a size (e.g. 32M or 1048576)")
-    size = int(found[1]) * _UNITS[(found[2] or "").lower()[:1]]
-    if size < 1:
-        raise click.BadParameter("must be at least 1 byte")
-    return size
 
 
 @click.command("serve")
@@ -89,7 +75,6 @@ def serve_command(
     import uvicorn
 
     from judge.service._app import create_app
-    from judge.service._body import Limits
     from judge.service._token import service_token, token_refusal
 
     if (why := token_refusal(host, service_token(), required=False)) is not None:
@@ -98,12 +83,25 @@ def serve_command(
     judge = judge_for("serve", options, calibration=calibration, strict=strict, force=force)
     app = create_app(
         judge=judge,
-        limits=Limits(max_request_bytes=max_request_bytes, max_cases=max_cases),
+        limits=_limits(max_request_bytes, max_cases),
         match=judge.match,
         env=judge.env,
         traces=from_format,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _limits(max_request_bytes: int, max_cases: int) -> Any:
+    """What one request may hold, and how its trace data is read (`--from`)."""
+    from judge.service._body import Limits
+
+    given = given_trace_options()
+    return Limits(
+        max_request_bytes=max_request_bytes,
+        max_cases=max_cases,
+        max_unpacked_bytes=given.get("max_unpacked"),
+        encoding_errors=given.get("encoding_errors") or "strict",
+    )
 
 
 @click.command("schema")

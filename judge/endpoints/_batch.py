@@ -6,7 +6,8 @@ A small state file holds the batches submitted, their status and the request key
 so a killed process polls the same batches again instead of paying twice; a batch created but
 not yet recorded is found again by its metadata. A request whose batch ended (expired,
 cancelled, failed) before answering it is submitted once more; one whose reply was unusable
-once more too when `retry="batch"`; after that it is given up, with the reason.
+once more too when `retry="batch"`; after that it is given up, with the reason. One whose
+reply line cannot be read is given up at once (`judge.endpoints._batch_output`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from judge._errors import InputError
 from judge.cases._files import write_atomically
-from judge.cases._json import dumps, loads
+from judge.cases._json import dumps
 from judge.endpoints._batch_client import BATCH_URL, BatchClient
+from judge.endpoints._batch_output import Accept, Output, read_output
 from judge.endpoints._endpoint import Endpoint
 
 MAX_REQUESTS = 50_000
@@ -36,9 +38,6 @@ TRIES = 2
 """Batch submissions of one request at most: the first, and one more after an expired,
 cancelled or failed batch (or, with `retry="batch"`, after an unusable reply)."""
 Retry = Literal["online", "batch"]
-Accept = Callable[[str, dict[str, Any], str], Awaitable[str | None]]
-"""Takes a request's reply body (status 200) and the batch (or file) it came from: None when
-it was kept, else why it is unusable."""
 
 
 class Submitted(BaseModel):
@@ -70,6 +69,9 @@ class BatchState(BaseModel):
     """Request key -> why its last batch gave no usable reply."""
     unfinished: set[str] = Field(default_factory=set)
     """Failed keys whose batch ended (expired, cancelled, failed) before answering them."""
+    unreadable: set[str] = Field(default_factory=set)
+    """Failed keys whose reply line could not be read: given up at once (that reply was
+    paid for), never asked again."""
     tries: dict[str, int] = Field(default_factory=dict)
 
     @classmethod
@@ -89,11 +91,12 @@ class BatchState(BaseModel):
 
     def given_up(self, retry: Retry) -> dict[str, str]:
         """Request key -> why: the requests whose batch tries are spent (an ended batch's,
-        twice; with `retry="batch"`, any twice)."""
+        twice; with `retry="batch"`, any twice), and those whose reply could not be read."""
         return {
             key: why
             for key, why in self.failed.items()
-            if self.tries.get(key, 0) >= TRIES and (key in self.unfinished or retry == "batch")
+            if key in self.unreadable
+            or (self.tries.get(key, 0) >= TRIES and (key in self.unfinished or retry == "batch"))
         }
 
     @property
@@ -124,6 +127,8 @@ class Progress:
     done: int = 0
     batches: dict[str, str] = field(default_factory=dict)
     """Batch id -> status."""
+    problems: list[str] = field(default_factory=list)
+    """Every output line that could not be read so far (`batch ... file:line at ...: why`)."""
 
 
 def batch_line(key: str, body: dict[str, Any]) -> bytes:
@@ -135,54 +140,6 @@ def write_batch_file(path: str | Path, requests: Mapping[str, dict[str, Any]]) -
     """A batch input file of these requests (key -> body), for a runner elsewhere."""
     write_atomically(path, b"".join(batch_line(k, b) + b"\n" for k, b in requests.items()))
     return len(requests)
-
-
-@dataclass
-class Output:
-    """What a batch output (or error) file gave."""
-
-    kept: set[str] = field(default_factory=set)
-    failed: dict[str, str] = field(default_factory=dict)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-async def read_output(
-    data: bytes, keys: Mapping[str, Any], accept: Accept, source: str, origin: str
-) -> Output:
-    """Each line of a batch output or error file for one of `keys`: a reply with status 200
-    is offered to `accept` (with `origin`, the batch or file); any other line is a failure,
-    with the reason (`source` and the line number). Unreadable lines
-    and other requests' lines are skipped (their requests count as unanswered)."""
-    found = Output()
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = loads(line)
-            key = str(row["custom_id"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        if key not in keys:
-            continue
-        response = row.get("response") or {}
-        status = response.get("status_code")
-        body = response.get("body")
-        if row.get("error") or status != 200 or not isinstance(body, dict):
-            error = row.get("error") or (body.get("error") if isinstance(body, dict) else None)
-            message = error.get("message") if isinstance(error, dict) else error
-            found.failed[key] = f"{source} line {number}: {message or f'status {status}'}"
-            continue
-        usage = body.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
-        found.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        found.completion_tokens += int(usage.get("completion_tokens") or 0)
-        why = await accept(key, body, origin)
-        if why is None:
-            found.kept.add(key)
-        else:
-            found.failed[key] = f"{source} line {number}: {why}"
-    return found
 
 
 class BatchRun:
@@ -234,7 +191,7 @@ class BatchRun:
         state, pending = self.state, self.state.pending()
         todo = []
         for key in requests:
-            if key in skip or key in state.answered or key in pending:
+            if key in skip or key in state.answered or key in pending or key in state.unreadable:
                 continue
             tries = state.tries.get(key, 0)
             again = key in state.unfinished or self.options.retry == "batch"
@@ -341,23 +298,33 @@ class BatchRun:
         requests: Mapping[str, dict[str, Any]],
         accept: Accept,
     ) -> None:
-        found = Output()
+        parts: list[tuple[str, Output]] = []
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
                 content = await client.content(file_id)
-                part = await read_output(
-                    content, requests, accept, f"batch {submitted.id}", submitted.id
-                )
-                found.kept |= part.kept
-                found.failed.update(part.failed)
-                submitted.prompt_tokens += part.prompt_tokens
-                submitted.completion_tokens += part.completion_tokens
+                source = f"batch {submitted.id} file {file_id}"
+                parts.append((source, await read_output(content, requests, accept, source,
+                                                        submitted.id)))  # fmt: skip
+        if parts and submitted.keys and not any(p.answering for _, p in parts):
+            raise InputError(_no_line(submitted, parts, self.path))  # read again on a rerun
+        found = Output()
+        for _, part in parts:
+            found.kept |= part.kept
+            found.failed.update(part.failed)
+            found.unreadable.update(part.unreadable)
+            self.progress.problems.extend(str(p) for p in part.problems)
+            submitted.prompt_tokens += part.prompt_tokens
+            submitted.completion_tokens += part.completion_tokens
         reason = _ended(batch)
         state = self.state
         for key in submitted.keys:
             if key in found.kept:
                 state.answered[key] = submitted.id
                 state.failed.pop(key, None)
+                state.unfinished.discard(key)
+            elif key in found.unreadable:  # a reply paid for, unreadable: not paid again
+                state.failed[key] = found.unreadable[key]
+                state.unreadable.add(key)
                 state.unfinished.discard(key)
             elif key in found.failed and reason is None:  # answered, unusably: a try spent
                 state.failed[key] = found.failed[key]
@@ -371,6 +338,21 @@ class BatchRun:
                 state.failed[key] = why
                 state.unfinished.add(key)
         submitted.ingested = True
+
+
+def _no_line(submitted: Submitted, parts: list[tuple[str, Output]], state: Path) -> str:
+    """Why a batch's files answer none of its requests: nothing is taken from them, so a
+    rerun reads them again (a download cut short, say) instead of submitting anew."""
+    said = "; ".join(
+        f"{source}: {len(part.problems)} unreadable lines"
+        + (f" (the first: {part.problems[0]})" if part.problems else "")
+        + (f", {part.others} for other requests" if part.others else "")
+        for source, part in parts
+    )
+    return (
+        f"batch {submitted.id}: no line of its files answers one of its requests ({said}); "
+        f"run again to read them again, or remove {state} to submit anew"
+    )
 
 
 def _ended(batch: Any) -> str | None:

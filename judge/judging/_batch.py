@@ -6,25 +6,25 @@ up on is refused online (that case's `judge_error`, with the reason)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
+from judge._errors import InputError
 from judge.cases._case import Case
 from judge.checks._result import CaseResult
 from judge.endpoints._batch import (
-    Accept,
     BatchOptions,
     BatchRun,
     BatchState,
     Progress,
     Retry,
-    read_output,
     write_batch_file,
 )
+from judge.endpoints._batch_output import Accept, Output, read_output
 from judge.endpoints._reply import reply_of
 from judge.judging._asker import Asked
 from judge.judging._grade import Judge
@@ -39,6 +39,8 @@ class Prepared:
     retry: Retry = "online"
     submitted: int = 0
     """Batches created by this run (0 when a resumed run found its batches)."""
+    problems: list[str] = field(default_factory=list)
+    """The output file's lines that could not be read (`file:line (case) at /ptr: why`)."""
 
     def refuse_on(self, judge: Judge) -> None:
         """Tell the judge what it must not ask online: the requests given up (their reason
@@ -117,10 +119,46 @@ async def read_results(
     judge: Judge, cases: Iterable[Case], path: str | Path, retry: Retry
 ) -> tuple[Prepared, int]:
     """A batch output file from a runner elsewhere, kept in the cache: the batches as
-    grading needs them, and how many requests it left unanswered."""
+    grading needs them (a request whose line cannot be read is given up, its case's
+    `judge_error` saying where and why), and how many requests it left unanswered.
+    `InputError` for a file that cannot be read, or where no line answers a request to ask."""
     asked, by_case = await requests_of(judge, cases)
     name = Path(path).name
-    found = await read_output(Path(path).read_bytes(), asked, acceptor(judge, asked), name, name)
-    state = BatchState(answered=dict.fromkeys(found.kept, name), failed=found.failed)
-    missing = sum(1 for k, a in asked.items() if not a.cached and k not in found.kept)
-    return Prepared(by_case, state, retry), missing
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    found = await read_output(data, asked, acceptor(judge, asked), str(path), name)
+    todo = [k for k, a in asked.items() if not a.cached]
+    if todo and not found.answering:
+        raise InputError(_answers_nothing(path, found))
+    state = BatchState(
+        answered=dict.fromkeys(found.kept, name),
+        failed={**found.failed, **found.unreadable},
+        unreadable=set(found.unreadable),
+    )
+    missing = sum(1 for k in todo if k not in found.kept and k not in found.unreadable)
+    cases_of: dict[str, list[str]] = {}
+    for case_id, keys in by_case.items():
+        for key in keys:
+            cases_of.setdefault(key, []).append(case_id)
+    problems = [p.describe(cases_of.get(p.key or "", ())) for p in found.problems]
+    return Prepared(by_case, state, retry, problems=problems), missing
+
+
+def _answers_nothing(path: str | Path, found: Output) -> str:
+    """Why a batch output file is refused whole: none of its lines answers a request."""
+    if not found.problems and not found.others:
+        return f"{path}: no batch output line in it (an empty file)"
+    said = [f"{_lines(len(found.problems))} that cannot be read"] if found.problems else []
+    if found.others:
+        said.append(f"{_lines(found.others)} for requests these cases do not ask")
+    first = f"; the first unreadable: {found.problems[0]}" if found.problems else ""
+    return (
+        f"{path}: no line answers a request of these cases ({', '.join(said)}{first}); "
+        "give the output file of the input --batch-file wrote for them"
+    )
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"

@@ -20,6 +20,7 @@ from judge._errors import CaseError
 from judge.cases._case import Case
 from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._loading import Warn, iter_stream, parse_case
+from judge.traces._documents import EncodingErrors, Reading
 
 _log = logging.getLogger("judge.service")
 NDJSON = "application/x-ndjson"
@@ -33,6 +34,16 @@ class Limits:
 
     max_request_bytes: int = 32 * 1024 * 1024
     max_cases: int = 10_000
+    max_unpacked_bytes: int | None = None
+    """What one compressed member of trace data may unpack to (None: `max_request_bytes`)."""
+    encoding_errors: EncodingErrors = "strict"
+    """Trace data: a record with bytes that are not UTF-8 skipped (strict) or read with
+    U+FFFD in their place (replace)."""
+
+    def reading(self) -> Reading:
+        """How a request's trace data is read."""
+        unpacked = self.max_unpacked_bytes or self.max_request_bytes
+        return Reading(errors=self.encoding_errors, max_unpacked=unpacked)
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,8 @@ async def read_batch(
             import_data,
             traces,  # type: ignore[arg-type]
             [(source, body)],
+            "call",
+            limits.reading(),
         )
         if not found.cases and found.problems:
             said = "; ".join(f"{p.source}: {p.why}" for p in found.problems[:5])

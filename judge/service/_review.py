@@ -18,11 +18,14 @@ page elsewhere cannot reach the app through a DNS name that points at 127.0.0.1)
 
 from __future__ import annotations
 
+import json
+import math
 from importlib.metadata import version
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import FastAPI, Header, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge._errors import CaseError, InputError
 from judge.calibrate._review import RecordRefused, Review
+from judge.cases._json import pointer
 from judge.service._app import BearerAuth
 from judge.service._origin import SameOriginWrites
 from judge.service._token import TOKEN_ENV, is_loopback
@@ -65,6 +69,7 @@ def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
     else:
         app.add_middleware(LoopbackOnly)
     app.add_middleware(SameOriginWrites)  # no page elsewhere labels, or writes the record
+    app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     _add_page_routes(app)
     _add_case_routes(app, review)
     _add_calibration_routes(app, review)
@@ -165,6 +170,41 @@ def _unreadable(review: Review, exc: Exception) -> HTTPException:
     into something that is not a sample, removed, or a folder without write access."""
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return HTTPException(409, f"{review.sample}: {detail}")
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 naming each problem's place and reason, never the value sent: FastAPI's own reply
+    echoes it, and a NaN or a lone surrogate cannot be written as JSON (that was a 500)."""
+    errors = [_problem(error) for error in exc.errors()]
+    detail = "; ".join(f"{e['in']} {e['pointer'] or '/'}: {e['message']}" for e in errors)
+    return JSONResponse({"detail": detail, "errors": errors}, status_code=422)
+
+
+def _problem(error: dict[str, Any]) -> dict[str, str]:
+    """One validation problem as JSON can always hold it: where (`body`, `header`...), the
+    JSON pointer, pydantic's message, and what was wrong with a value that cannot be shown."""
+    where, *path = error.get("loc") or ("body",)
+    message = str(error.get("msg", "invalid"))
+    value = error.get("input")
+    if isinstance(value, float) and not math.isfinite(value):
+        message += f" (got {json.dumps(value)}, which JSON does not allow)"
+    elif isinstance(value, str) and (lone := next((c for c in value if _lone(c)), None)):
+        message += f" (it holds a lone surrogate, \\u{ord(lone):04x}, which is not text)"
+    return {
+        "in": _safe(str(where)),
+        "pointer": _safe(pointer(path)),
+        "type": _safe(str(error.get("type", ""))),
+        "message": _safe(message),
+    }
+
+
+def _lone(char: str) -> bool:
+    return "\ud800" <= char <= "\udfff"
+
+
+def _safe(text: str) -> str:
+    """`text` with what UTF-8 cannot hold (a lone surrogate in a key) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class LoopbackOnly:

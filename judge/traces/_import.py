@@ -14,16 +14,19 @@ import io
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from judge.cases._calls import first_choice
 from judge.traces._calls import LLMCall, llm_call
+from judge.traces._documents import Problem, Reading, iter_documents
 from judge.traces._ids import UniqueIds
 from judge.traces._inspect import inspect_calls
 from judge.traces._langsmith import is_run, langsmith_call
-from judge.traces._spans import Problem, RecordError, iter_documents, raw_spans, read_span, why
+from judge.traces._spans import RecordError, raw_spans, read_span, why
 
 Format = Literal["otel", "langsmith", "inspect", "openai"]
 FORMATS: tuple[Format, ...] = ("otel", "langsmith", "inspect", "openai")
@@ -41,11 +44,17 @@ class Imported:
     calls: int = 0
     ids: UniqueIds = field(default_factory=UniqueIds)
     """The ids given, and those made unique (shared by the readings of one command)."""
+    reading: Reading = field(default_factory=Reading)
+    """How the files are read (bytes that are not UTF-8, the bound on unpacking)."""
+    per_file: Counter[str] = field(default_factory=Counter)
+    """LLM calls read, by file (a file with none is an input with nothing usable)."""
 
 
-def import_traces(fmt: Format, paths: Iterable[str | Path], per: Per = "call") -> Imported:
+def import_traces(
+    fmt: Format, paths: Iterable[str | Path], per: Per = "call", reading: Reading | None = None
+) -> Imported:
     """Read every file of `paths` in format `fmt` and make cases of its LLM calls."""
-    found = Imported()
+    found = Imported(reading=reading or Reading())
     found.cases = list(iter_import(fmt, paths, found, per))
     return found
 
@@ -67,9 +76,14 @@ def iter_import(
     yield from map(found.ids.claim, cases_per_trace(collected))
 
 
-def import_data(fmt: Format, sources: Iterable[tuple[str, bytes]], per: Per = "call") -> Imported:
+def import_data(
+    fmt: Format,
+    sources: Iterable[tuple[str, bytes]],
+    per: Per = "call",
+    reading: Reading | None = None,
+) -> Imported:
     """The cases of trace data given as (name, contents) pairs (a request body)."""
-    found = Imported()
+    found = Imported(reading=reading or Reading())
     calls = [call for name, data in sources for call in _read(fmt, io.BytesIO(data), name, found)]
     found.calls = len(calls)
     made = cases_per_call(calls) if per == "call" else cases_per_trace(calls)
@@ -78,61 +92,75 @@ def import_data(fmt: Format, sources: Iterable[tuple[str, bytes]], per: Per = "c
 
 
 def _read_file(fmt: Format, path: str, found: Imported) -> Iterator[LLMCall]:
-    if path == "-":
-        yield from _read(fmt, sys.stdin.buffer, path, found)
-        return
-    with Path(path).open("rb") as handle:
-        yield from _read(fmt, handle, path, found)
+    found.per_file[path] += 0
+    with _opened(path) as handle:
+        for call in _read(fmt, handle, path, found):
+            found.per_file[path] += 1
+            yield call
+
+
+def _opened(path: str) -> ContextManager[BinaryIO]:
+    return nullcontext(sys.stdin.buffer) if path == "-" else Path(path).open("rb")
 
 
 def _read(fmt: Format, handle: BinaryIO, path: str, found: Imported) -> Iterator[LLMCall]:
     if fmt == "inspect":  # a zip, read whole
-        yield from inspect_calls(handle.read(), path, found.problems)
+        yield from inspect_calls(handle.read(), path, found.problems, found.reading)
         return
-    for line, document in iter_documents(handle, path, found.problems):
-        source = f"{path}:{line}"
-        if fmt == "openai":
-            try:
-                yield _proxy_pair(document, source)
-            except Exception as exc:
-                found.problems.append(Problem(source, why(exc)))
-            continue
-        if fmt == "langsmith":
-            if not is_run(document):
-                found.problems.append(Problem(source, "not a LangSmith run (no run_type)"))
-                continue
-            try:
-                run = langsmith_call(document, source)
-            except Exception as exc:
-                found.problems.append(Problem(source, f"run {document.get('id')}: {why(exc)}"))
-                continue
-            if run is None:
-                found.skipped["run"] += 1
-            else:
-                yield run
-            continue
+    said, records = len(found.problems), 0
+    for line, document in iter_documents(handle, path, found.problems, found.reading.errors):
+        records += 1
+        yield from _calls_of(fmt, document, f"{path}:{line}", found)
+    if not records and len(found.problems) == said:  # an empty file is not "0 cases, fine"
+        found.problems.append(Problem(path, "no record in it (an empty file)"))
+
+
+def _calls_of(fmt: Format, document: Any, source: str, found: Imported) -> Iterator[LLMCall]:
+    """The LLM calls of one record; what cannot be read goes to `found.problems`."""
+    if fmt == "openai":
         try:
-            spans = raw_spans(document)
+            yield _proxy_pair(document, source)
+        except Exception as exc:
+            found.problems.append(Problem(source, why(exc)))
+        return
+    if fmt == "langsmith":
+        yield from _langsmith_run(document, source, found)
+        return
+    try:
+        spans = raw_spans(document)
+    except RecordError as exc:
+        found.problems.append(Problem(source, str(exc)))
+        return
+    for kind, raw in spans:  # each span on its own: one bad span drops only itself
+        try:
+            span = read_span(kind, raw, source)
         except RecordError as exc:
             found.problems.append(Problem(source, str(exc)))
             continue
-        for kind, raw in spans:  # each span on its own: one bad span drops only itself
-            try:
-                span = read_span(kind, raw, source)
-            except RecordError as exc:
-                found.problems.append(Problem(source, str(exc)))
-                continue
-            try:
-                call = llm_call(span)
-            except Exception as exc:  # RecordError, or any malformation of its attributes
-                found.problems.append(
-                    Problem(source, f"span {span.span_id} ({span.name}): {why(exc)}")
-                )
-                continue
-            if call is None:
-                found.skipped["span"] += 1
-            else:
-                yield call
+        try:
+            call = llm_call(span)
+        except Exception as exc:  # RecordError, or any malformation of its attributes
+            found.problems.append(Problem(source, f"span {span.span_id} ({span.name}): {why(exc)}"))
+            continue
+        if call is None:
+            found.skipped["span"] += 1
+        else:
+            yield call
+
+
+def _langsmith_run(document: Any, source: str, found: Imported) -> Iterator[LLMCall]:
+    if not is_run(document):
+        found.problems.append(Problem(source, "not a LangSmith run (no run_type)"))
+        return
+    try:
+        run = langsmith_call(document, source)
+    except Exception as exc:
+        found.problems.append(Problem(source, f"run {document.get('id')}: {why(exc)}"))
+        return
+    if run is None:
+        found.skipped["run"] += 1
+    else:
+        yield run
 
 
 def _proxy_pair(document: Any, source: str) -> LLMCall:

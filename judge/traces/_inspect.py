@@ -9,20 +9,33 @@ import struct
 import zipfile
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import IO, Any
 
 from judge.traces._calls import LLMCall, openai_call
-from judge.traces._spans import Problem, RecordError, why
+from judge.traces._documents import (
+    MAX_DEPTH,
+    Problem,
+    Reading,
+    lone_surrogate,
+    not_utf8,
+    too_deep,
+)
+from judge.traces._spans import RecordError, why
 
 _ZSTD = 93  # the compression Inspect writes `.eval` members with
 _LOCAL_HEADER = struct.Struct("<4s5H3I2H")
+_PIECE = 1 << 20  # bytes unpacked at a time
 
 
-def inspect_calls(data: bytes, path: str, problems: list[Problem]) -> Iterator[LLMCall]:
+def inspect_calls(
+    data: bytes, path: str, problems: list[Problem], reading: Reading | None = None
+) -> Iterator[LLMCall]:
     """The model calls of every sample of an Inspect log (`data`, the contents of file
-    `path`); a sample that cannot be read is reported and skipped."""
+    `path`); a sample that cannot be read (one that unpacks past `reading.max_unpacked`
+    bytes, say) is reported and skipped."""
+    reading = reading or Reading()
     try:
-        samples = list(_samples(data, path))
+        samples = list(_samples(data, path, reading))
     except Exception as exc:  # not a zip, not JSON, not a log
         problems.append(Problem(path, f"not an Inspect log: {type(exc).__name__}: {exc}"))
         return
@@ -42,36 +55,87 @@ def inspect_calls(data: bytes, path: str, problems: list[Problem]) -> Iterator[L
         yield from calls
 
 
-def _samples(data: bytes, path: str) -> Iterator[tuple[str, Callable[[], Any]]]:
+def _samples(data: bytes, path: str, reading: Reading) -> Iterator[tuple[str, Callable[[], Any]]]:
     """Each sample's place and how to read it."""
     if data[:4] == b"PK\x03\x04":
         archive = zipfile.ZipFile(io.BytesIO(data))
         for info in archive.infolist():
             if info.filename.startswith("samples/") and info.filename.endswith(".json"):
-                yield f"{path}:{info.filename}", partial(_load_member, archive, data, info)
+                load = partial(_load_member, archive, data, info, reading)
+                yield f"{path}:{info.filename}", load
         return
-    log = json.loads(data)
+    try:
+        log = json_of(data, reading)
+    except RecordError as exc:
+        raise ValueError(str(exc)) from None
     if not isinstance(log, dict) or "eval" not in log:
         raise ValueError("a JSON log holds an `eval` object and its `samples`")
     for i, sample in enumerate(log.get("samples") or ()):
         yield f"{path}:samples/{i}", partial(lambda s: s, sample)
 
 
-def _load_member(archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo) -> Any:
-    return json.loads(_member(archive, data, info))
+def _load_member(
+    archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo, reading: Reading
+) -> Any:
+    return json_of(_member(archive, data, info, reading.max_unpacked), reading)
 
 
-def _member(archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo) -> bytes:
-    """A member's bytes; zstd-compressed ones (which Python's zipfile cannot read before 3.14)
-    decompressed with zstandard."""
+def json_of(data: bytes, reading: Reading) -> Any:
+    """The JSON value of a member or a file, or `RecordError`: bytes that are not UTF-8
+    (unless read as U+FFFD), text that is not JSON, nesting past `MAX_DEPTH`."""
+    try:
+        text = data.decode("utf-8-sig", reading.errors)
+    except UnicodeDecodeError as exc:
+        raise RecordError(not_utf8(exc.start)) from None
+    deep = f"nested more than {MAX_DEPTH} arrays and objects deep"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise RecordError(deep) from None
+    except ValueError as exc:
+        raise RecordError(f"not JSON: {exc}") from None
+    if too_deep(value):
+        raise RecordError(deep)
+    if (why := lone_surrogate(text)) is not None:
+        raise RecordError(why)
+    return value
+
+
+def _member(archive: zipfile.ZipFile, data: bytes, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """A member's bytes, read as they unpack and refused past `limit` bytes (its declared
+    size is not trusted); zstd-compressed ones (which Python's zipfile cannot read before
+    3.14) decompressed with zstandard."""
+    if info.file_size > limit:
+        raise RecordError(_too_large(limit, info.file_size))
     if info.compress_type != _ZSTD:
-        return archive.read(info)
+        with archive.open(info) as stream:
+            return _bounded(stream, limit)
     import zstandard
 
     fields = _LOCAL_HEADER.unpack_from(data, info.header_offset)
     start = info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]  # name, extra
     packed = data[start : start + info.compress_size]
-    return zstandard.ZstdDecompressor().decompress(packed, max_output_size=info.file_size)
+    with zstandard.ZstdDecompressor().stream_reader(packed) as stream:
+        return _bounded(stream, limit)
+
+
+def _bounded(stream: IO[bytes], limit: int) -> bytes:
+    """What `stream` unpacks to, or `RecordError` once it passes `limit` bytes."""
+    parts, size = [], 0
+    while chunk := stream.read(min(_PIECE, limit + 1 - size)):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise RecordError(_too_large(limit))
+    return b"".join(parts)
+
+
+def _too_large(limit: int, declared: int | None = None) -> str:
+    size = f"declares {declared} bytes unpacked" if declared else "unpacks past that"
+    return (
+        f"one member may unpack to {limit} bytes and this one {size} (raise the bound with "
+        "--max-unpacked)"
+    )
 
 
 def _sample_calls(sample: dict[str, Any], where: str, path: str) -> Iterator[LLMCall]:

@@ -28,7 +28,10 @@ def is_run(document: Any) -> bool:
 
 def langsmith_call(run: dict[str, Any], source: str) -> LLMCall | None:
     """The run's LLM call, or None when it is another kind of run (a chain, a tool)."""
-    if run.get("run_type") not in LLM_RUNS:
+    kind = run.get("run_type")
+    if not isinstance(kind, str):
+        raise RecordError(f"run_type must be text, not {type(kind).__name__}")
+    if kind not in LLM_RUNS:
         return None
     inputs, outputs = run.get("inputs") or {}, run.get("outputs") or {}
     if not isinstance(inputs, dict) or not isinstance(outputs, dict):
@@ -40,7 +43,8 @@ def langsmith_call(run: dict[str, Any], source: str) -> LLMCall | None:
         raise RecordError("inputs.messages must be a list of messages")
     extra = run.get("extra") or {}
     parameters = dict(extra.get("invocation_params") or {})
-    tools = parameters.pop("tools", None) or inputs.get("tools") or []
+    tools = _tools(parameters.pop("tools", None), "extra.invocation_params.tools")
+    tools = tools or _tools(inputs.get("tools"), "inputs.tools")
     model = parameters.get("model") or parameters.get("model_name") or inputs.get("model")
     return LLMCall(
         # a completion model's prompts are text: each a user message
@@ -48,7 +52,7 @@ def langsmith_call(run: dict[str, Any], source: str) -> LLMCall | None:
             {"role": "user", "content": m} if isinstance(m, str) else message_of(m)
             for m in messages
         ],  # fmt: skip
-        tools=[t for t in tools if isinstance(t, dict)],
+        tools=tools,
         output=_output(outputs),
         model=model if isinstance(model, str) else None,
         parameters=parameters,
@@ -58,6 +62,18 @@ def langsmith_call(run: dict[str, Any], source: str) -> LLMCall | None:
         source=source,
         case_id=str(run["id"]) if run.get("id") else None,
     )
+
+
+def _tools(value: Any, where: str) -> list[dict[str, Any]]:
+    """The tools a run was offered: a list of objects, or `RecordError` (never read as none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RecordError(f"{where} must be a list of tools, not {type(value).__name__}")
+    for index, tool in enumerate(value):
+        if not isinstance(tool, dict):
+            raise RecordError(f"{where}[{index}] must be a tool object, not {type(tool).__name__}")
+    return value
 
 
 def _output(outputs: dict[str, Any]) -> dict[str, Any] | None:

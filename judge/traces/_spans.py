@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import Any
 
 
 class RecordError(ValueError):
@@ -42,61 +39,6 @@ class Span:
     """`file:line` of the document the span came from."""
 
 
-@dataclass
-class Problem:
-    source: str
-    why: str
-
-
-_CHUNK = 1 << 20  # characters read at a time
-_LARGEST = 256 << 20  # a document longer than this is refused rather than held in memory
-
-
-def iter_documents(
-    handle: BinaryIO, name: str, problems: list[Problem]
-) -> Iterator[tuple[int, Any]]:
-    """Every JSON value of the stream `handle` (file `name`), with the line it starts on: one per
-    line (JSON Lines), several pretty-printed one after another, or one for the whole file.
-    Read a chunk at a time, so memory holds one document, not the file. Text that is not JSON
-    is reported (name:line) in `problems` and skipped up to the next line."""
-    decoder = json.JSONDecoder()
-    text_of = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-    buffer, at, line, ended = "", 0, 1, False
-    while True:
-        while True:  # skip blank space, reading on as needed
-            while at < len(buffer) and buffer[at] in " \t\r\n":
-                line += buffer[at] == "\n"
-                at += 1
-            if at < len(buffer) or ended:
-                break
-            buffer, at = buffer[at:], 0
-            chunk = handle.read(_CHUNK)
-            ended = not chunk
-            buffer += text_of.decode(chunk, final=ended)
-        if at >= len(buffer):
-            return
-        try:
-            value, end = decoder.raw_decode(buffer, at)
-        except json.JSONDecodeError as exc:
-            # Failing on the buffer's last line, the document may be cut by the chunk: read on
-            # (JSON text never holds a raw newline, so an error with a line after it is real).
-            if not ended and "\n" not in buffer[exc.pos :] and len(buffer) - at < _LARGEST:
-                buffer, at = buffer[at:], 0
-                chunk = handle.read(_CHUNK)
-                ended = not chunk
-                buffer += text_of.decode(chunk, final=ended)
-                continue
-            problems.append(Problem(f"{name}:{line}", f"not JSON: {exc.msg}"))
-            newline = buffer.find("\n", at)
-            if newline < 0:
-                return
-            at = newline  # the newline itself is counted by the blank-space skip
-            continue
-        yield line, value
-        line += buffer.count("\n", at, end)
-        at = end
-
-
 def raw_spans(document: Any) -> list[tuple[str, Any]]:
     """The spans of one document, each as (`otlp` or `sdk`, its JSON) to be read on its own:
     OTLP JSON (`resourceSpans`, or a bare OTLP span), or the SDK's span JSON (one, or an array).
@@ -107,13 +49,19 @@ def raw_spans(document: Any) -> list[tuple[str, Any]]:
             scopes = resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans")
             for scope in _objects(scopes, "scopeSpans"):
                 found.extend(("otlp", span) for span in _list(scope.get("spans"), "spans"))
+        if not found:
+            raise RecordError("a resourceSpans document with no span in it")
         return found
     if isinstance(document, dict) and "traceId" in document and "spanId" in document:
         return [("otlp", document)]
     if isinstance(document, dict) and isinstance(document.get("context"), dict):
         return [("sdk", document)]
-    if isinstance(document, list):  # a JSON array of SDK spans
+    if isinstance(document, list) and document:  # a JSON array of SDK spans
+        if any(isinstance(item, list) for item in document):
+            raise RecordError("an array of spans holds an array, not a span")
         return [found for item in document for found in raw_spans(item)]
+    if isinstance(document, list):
+        raise RecordError("an empty array: no span in it")
     kind = type(document).__name__ if not isinstance(document, dict) else "object"
     raise RecordError(f"not an OpenTelemetry span or resourceSpans document (a JSON {kind})")
 
@@ -131,7 +79,11 @@ def read_span(kind: str, span: Any, source: str) -> Span:
 
 
 def _objects(value: Any, where: str) -> list[dict[str, Any]]:
-    return [item for item in _list(value, where) if isinstance(item, dict)]
+    items = _list(value, where)
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise RecordError(f"{where}[{index}] must be an object, not {type(item).__name__}")
+    return items
 
 
 def _list(value: Any, where: str) -> list[Any]:
