@@ -13,6 +13,9 @@ Scripted models (the case's user message names the city, `weather in Paris`):
   models served without a tool-call parser do;
 - `slow/m` answers like good/m after `slow_seconds`;
 - `cut/m` makes good/m's call but stops at its token limit (`finish_reason: "length"`);
+- `acme/m` is served by two providers: `fast` (or none pinned) answers like good/m; `cheap`
+  breaks its calls in the three structural ways by city: arguments that are not JSON (Paris),
+  a tool that does not exist (Oslo), arguments that break the schema (Rome); right on Lima;
 - `notemp/m` (no temperature), `notools/m` (no tools) and `efforts/m` (reasoning effort high
   only) and `noreason/m` (no reasoning) are listed with those limits and answer like good/m.
 """
@@ -47,7 +50,17 @@ CATALOG: dict[str, dict[str, Any]] = {
     "errorbody/m": {"supported_parameters": FULL},
     "text/m": {"supported_parameters": FULL},
     "cut/m": {"supported_parameters": FULL},
+    "acme/m": {"supported_parameters": FULL},
 }
+CHEAP_CALLS = {
+    "Paris": {"id": "call_1", "type": "function",
+              "function": {"name": "get_weather", "arguments": '{"city": "Paris"'}},
+    "Oslo": {"id": "call_1", "type": "function",
+             "function": {"name": "get_wether", "arguments": '{"city": "Oslo"}'}},
+    "Rome": {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": 7}'}},
+}  # fmt: skip
+"""What `acme/m` answers through the provider `cheap`, by city: each structural failure once."""
 PROMPT_PRICE = 0.000001
 COMPLETION_PRICE = 0.000004
 
@@ -154,6 +167,10 @@ class OpenRouterServer(LoopbackServer):
             return 429, {"error": {"message": "Rate limit exceeded"}}, {"retry-after": "0"}, 0
         if model == "bad/m":
             return 200, completion(model, wrong), {}, 0
+        pinned = (body.get("provider") or {}).get("order") or [None]
+        if model == "acme/m" and pinned[0] == "cheap" and city in CHEAP_CALLS:
+            broken = {"role": "assistant", "content": None, "tool_calls": [CHEAP_CALLS[city]]}
+            return 200, completion(model, broken), {}, 0
         if model == "flaky/m":
             return 200, completion(model, right if nth % 2 else wrong), {}, 0
         delay = self.slow_seconds if model == "slow/m" else 0.0

@@ -322,6 +322,15 @@ def test_the_readme_example_compares_two_scripted_agents(tmp_path: Path) -> None
     report = json.loads(result.stdout)
     rates = {m["model"]: m["pass_rate"]["value"] for m in report["models"]}
     assert rates == {"careful": 1.0, "reckless": 0.125}  # reckless passes the no-refund case
+    models = {m["model"]: m for m in report["models"]}
+    assert models["careful"]["failing"] == []
+    failing = models["reckless"]["failing"]  # named, with why: no jq over the runs file
+    assert len(failing) == 7 and len({f["id"] for f in failing}) == 7
+    assert all(f["kinds"] and f["message"] and f["run"] == 1 for f in failing)
+    for stats in models.values():  # the scripted agents make well-formed calls
+        structural = stats["structural"]
+        assert structural["calls"] > 0
+        assert all(structural[k]["count"] == 0 for k in ("InvalidJson", "UnknownName"))
     assert not [w for w in report["warnings"] if "settings" in w or "failed" in w]
     reckless = records(out)[("reckless", "ineligible-refund-attempted")]
     assert (

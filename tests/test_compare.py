@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from judge.cli import main
-from judge.runs._compare import compare_runs, paired_difference, wilson
+from judge.runs._compare import compare_runs, paired_difference
+from judge.runs._intervals import wilson
 from judge.runs._records import RunRecord
 from tests.openrouter_server import COMPLETION_PRICE, PROMPT_PRICE, OpenRouterServer
 from tests.run_helpers import lines, run, write_cases

@@ -23,6 +23,7 @@ from judge.cli._matching import (
 from judge.cli._runs import (
     JUDGE_CHOICE,
     REPORT_OPTIONS,
+    Gate,
     calls_in_text,
     closing_judge,
     finish_run,
@@ -52,7 +53,8 @@ _run_options = stack_options(
         "--models",
         required=True,
         help="Comma-separated candidate models as the endpoint names them; `local`: the "
-        "embedded model.",
+        "embedded model; MODEL@PROVIDER: that model served by that provider only (OpenRouter), "
+        "to compare providers.",
     ),
     click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True),
     click.option(
@@ -161,6 +163,8 @@ def run_command(
     agent: str | None,
     report_format: str,
     html: str | None,
+    fail_if_worse: str | None,
+    metric: str,
     price_per_mtok: float | None,
     **judging: Any,
 ) -> None:
@@ -204,7 +208,8 @@ def run_command(
     if run.spent and run.spent[0].batches:
         lines = cost_lines(run.spent[0], price_per_mtok, batching.discount if batching else 0.5)
         click.echo("\n".join(lines), err=True)
-    report_runs(records, report_format, html, sys.stdout if output else sys.stderr)
+    report_runs(records, report_format, html, sys.stdout if output else sys.stderr,
+                Gate("run", fail_if_worse, metric))  # fmt: skip
 
 
 def _refuse(message: str) -> NoReturn:

@@ -9,6 +9,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ import click
 from judge._errors import InputError, JudgeError
 from judge.cases._loading import load_cases
 from judge.cli._common import (
+    EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
     progress_bar,
@@ -32,7 +34,7 @@ from judge.cli._matching import (
 from judge.endpoints._candidates import CandidateEndpointError
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
-from judge.runs._compare import compare_runs
+from judge.runs._compare import METRICS, compare_runs, regressions
 from judge.runs._preflight import LOCAL, PreflightError
 from judge.runs._records import Key, RunRecord, compact, read_runs
 from judge.runs._report import print_comparison, render_comparison
@@ -56,6 +58,20 @@ REPORT_OPTIONS: list[Callable[..., Any]] = [
         type=click.Path(dir_okay=False),
         help="Also write the comparison as an HTML report with a plot per metric.",
     ),
+    click.option(
+        "--fail-if-worse",
+        metavar="BASELINE",
+        help="Exit 1 when a model is worse than BASELINE (a model of the runs, the one in "
+        "production say): the 95% paired interval of its difference in --metric entirely "
+        "below 0.",
+    ),
+    click.option(
+        "--metric",
+        type=click.Choice(METRICS),
+        default="pass_rate",
+        show_default=True,
+        help="What --fail-if-worse compares, per case: the share of passing runs, or the mean F1.",
+    ),
 ]
 JUDGE_CHOICE: list[Callable[..., Any]] = [
     click.option("--judge", "use_judge", is_flag=True, help="Grade with the LLM judge too."),
@@ -77,12 +93,15 @@ JUDGE_CHOICE: list[Callable[..., Any]] = [
 @click.command("compare")
 @click.argument("runs_file", metavar="RUNS", type=click.Path(dir_okay=False))
 @stack_options(*REPORT_OPTIONS)
-def compare_command(runs_file: str, report_format: str, html: str | None) -> None:
+def compare_command(
+    runs_file: str, report_format: str, html: str | None, fail_if_worse: str | None, metric: str
+) -> None:
     """Compare the models of a runs file (from `judge run`): pass rates with 95% intervals,
     the breakdown, pass^k / pass@k, spend, latency and paired differences."""
     require_files((runs_file,))
     refuse_over_inputs("compare", [runs_file], [("--html", html)])
-    report_runs(read_records(runs_file, "compare"), report_format, html, sys.stdout)
+    records = read_records(runs_file, "compare")
+    report_runs(records, report_format, html, sys.stdout, Gate("compare", fail_if_worse, metric))
 
 
 @click.command("regrade")
@@ -111,6 +130,8 @@ def regrade_command(
     concurrency: int,
     report_format: str,
     html: str | None,
+    fail_if_worse: str | None,
+    metric: str,
     **judging: Any,
 ) -> None:
     """Grade the stored responses of RUNS again against CASES (after fixing an expected call,
@@ -145,7 +166,7 @@ def regrade_command(
         )
 
     graded = finish_run(closing_judge(go(), judge), "regrade")
-    report_runs(graded, report_format, html, sys.stdout)
+    report_runs(graded, report_format, html, sys.stdout, Gate("regrade", fail_if_worse, metric))
 
 
 COMMANDS = (compare_command, regrade_command)
@@ -295,7 +316,20 @@ def finish_run(work: Coroutine[Any, Any, list[RunRecord]], command: str) -> list
         sys.exit(EXIT_ENDPOINT)
 
 
-def report_runs(records: list[RunRecord], fmt: str, html: str | None, stream: IO[str]) -> None:
+@dataclass(frozen=True)
+class Gate:
+    """`--fail-if-worse BASELINE --metric M` of one command."""
+
+    command: str
+    baseline: str | None = None
+    metric: str = "pass_rate"
+
+
+def report_runs(
+    records: list[RunRecord], fmt: str, html: str | None, stream: IO[str], gate: Gate | None = None
+) -> None:
+    """Print the comparison (and write its HTML); with a baseline, exit 1 when a model is
+    worse than it for sure (2 when it is not a model of the runs)."""
     comparison = compare_runs(records)
     if fmt == "json":
         stream.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
@@ -303,3 +337,18 @@ def report_runs(records: list[RunRecord], fmt: str, html: str | None, stream: IO
         print_comparison(comparison, stream)
     if html:
         Path(html).write_text(render_comparison(comparison), encoding="utf-8")
+    if gate is None or gate.baseline is None:
+        return
+    try:
+        worse = regressions(comparison, gate.baseline, gate.metric)
+    except ValueError as exc:
+        click.echo(f"judge {gate.command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    for line in worse:
+        click.echo(f"judge {gate.command}: {line}", err=True)
+    if worse:
+        sys.exit(EXIT_BELOW_THRESHOLD)
+    click.echo(
+        f"judge {gate.command}: no model is worse than {gate.baseline} in {gate.metric} for sure",
+        err=True,
+    )

@@ -6,8 +6,11 @@
   `_grading` (grading a record, and the pool jobs run in);
 - `_records`: the runs file (append-only, resumable);
 - `_repeats`: pass^k and pass@k;
-- `_compare`: pass rates with intervals, breakdowns, paired differences between models;
-- `_report`: the comparison as terminal tables and an HTML page.
+- `_compare`: pass rates with intervals (`_intervals`), breakdowns, paired differences between
+  models, and the regression gate;
+- `_failing`: structural error rates per candidate, and the runs it failed;
+- `_report`: the comparison as terminal tables and an HTML page (`_report_cases`: what
+  failed).
 
 Imports `calibrate` and the layers below it.
 """

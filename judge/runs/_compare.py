@@ -15,29 +15,19 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from math import sqrt
 from typing import Any
 
 import orjson
 
+from judge.runs._failing import FailingCase, Structural, failing_cases, structural
+from judge.runs._intervals import Interval, wilson
 from judge.runs._records import RunRecord
 from judge.runs._repeats import repeat_stats
 
-Z95 = 1.959963984540054
 BOOTSTRAP_SAMPLES = 10_000
 BOOTSTRAP_SEED = 20240607
 FEW_CASES = 10
 _BREAKDOWN = ("tool_selection", "schema_valid", "argument_values", "tool_assertions", "judge")
-
-
-@dataclass(frozen=True)
-class Interval:
-    value: float
-    low: float
-    high: float
-
-    def to_dict(self) -> dict[str, float]:
-        return {"value": self.value, "low": self.low, "high": self.high}
 
 
 @dataclass(frozen=True)
@@ -68,6 +58,14 @@ class ModelStats:
     latency_p95: float | None
     per_case: dict[str, float] = field(repr=False, default_factory=dict)
     """Each case's share of passing runs."""
+    structural: Structural | None = None
+    """Its calls' structural error rates (reference-free)."""
+    failing: list[FailingCase] = field(default_factory=list)
+    """Every run it failed, by case and run."""
+    per_case_f1: dict[str, float] = field(repr=False, default_factory=dict)
+    """Each case's mean `call_scores.f1` over its runs (where it has one)."""
+    per_case_structural: dict[str, float] = field(repr=False, default_factory=dict)
+    """Each case's share of calls with a structural failure (where it made calls)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +83,8 @@ class ModelStats:
             "completion_tokens": self.completion_tokens,
             "cost_usd": self.cost_usd,
             "latency_s": {"p50": self.latency_p50, "p95": self.latency_p95},
+            "structural": self.structural.to_dict() if self.structural else None,
+            "failing": [f.to_dict() for f in self.failing],
         }
 
 
@@ -121,11 +121,14 @@ class Comparison:
     pairs: list[PairedDifference]
     warnings: list[str]
     method: dict[str, Any]
+    structural_pairs: list[PairedDifference] = field(default_factory=list)
+    """Per pair, the share of calls with a structural failure of `a` minus that of `b`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "models": [m.to_dict() for m in self.models],
             "pairs": [p.to_dict() for p in self.pairs],
+            "structural_pairs": [p.to_dict() for p in self.structural_pairs],
             "warnings": self.warnings,
             "method": self.method,
         }
@@ -146,6 +149,17 @@ def compare_runs(
         paired_difference(a.model, a.per_case, b.model, b.per_case, samples=samples, seed=seed)
         for a, b in combinations(stats, 2)
     ]
+    structural_pairs = [
+        paired_difference(
+            a.model,
+            a.per_case_structural,
+            b.model,
+            b.per_case_structural,
+            samples=samples,
+            seed=seed,
+        )  # fmt: skip
+        for a, b in combinations(stats, 2)
+    ]
     warnings = _fairness_warnings(by_model)
     if any(0 < pair.cases < FEW_CASES for pair in pairs):
         warnings.append(
@@ -161,19 +175,49 @@ def compare_runs(
             "difference_interval": "95% paired bootstrap over common cases, percentile",
             "bootstrap_samples": samples,
             "bootstrap_seed": seed,
+            "structural_interval": "95% Wilson score, n = calls; paired: bootstrap over cases",
         },
+        structural_pairs=structural_pairs,
     )
 
 
-def wilson(rate: float, n: int, z: float = Z95) -> Interval:
-    """The Wilson score interval of a proportion `rate` observed over `n` units."""
-    if n <= 0:
-        raise ValueError("n must be positive")
-    denominator = 1 + z * z / n
-    centre = (rate + z * z / (2 * n)) / denominator
-    half = z * sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denominator
-    # The interval always holds the rate; clamping only undoes floating-point rounding.
-    return Interval(rate, min(rate, max(0.0, centre - half)), max(rate, min(1.0, centre + half)))
+METRICS = ("pass_rate", "mean_f1")
+
+
+def regressions(
+    comparison: Comparison,
+    baseline: str,
+    metric: str = "pass_rate",
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> list[str]:
+    """What is worse than `baseline` for sure: each candidate whose paired difference in
+    `metric` (per case: the share of passing runs, or the mean F1) against it has its whole
+    95% interval below 0, said with the figures. `ValueError` when `baseline` is no model."""
+    by_name = {m.model: m for m in comparison.models}
+    if baseline not in by_name:
+        raise ValueError(
+            f"--fail-if-worse {baseline}: not a model of these runs ({', '.join(by_name)})"
+        )
+    base = by_name[baseline]
+    worse = []
+    for model in comparison.models:
+        if model.model == baseline:
+            continue
+        mine, theirs = (
+            (model.per_case, base.per_case)
+            if metric == "pass_rate"
+            else (model.per_case_f1, base.per_case_f1)
+        )
+        pair = paired_difference(model.model, mine, baseline, theirs, samples=samples, seed=seed)
+        d = pair.difference
+        if d is not None and d.high < 0:
+            worse.append(
+                f"{model.model} is worse than {baseline} in {metric}: {d.value:+.3f} "
+                f"[{d.low:+.3f}, {d.high:+.3f}] over {pair.cases} common cases"
+            )
+    return worse
 
 
 def paired_difference(
@@ -216,6 +260,11 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
     latencies = [r.latency_s for r in graded if r.latency_s is not None]
     costs = [r.cost_usd for r in rows if r.cost_usd is not None]
     f1s = [r.call_scores.f1 for r in graded if r.call_scores is not None]
+    case_f1s: dict[str, list[float]] = defaultdict(list)
+    for record in graded:
+        if record.call_scores is not None:
+            case_f1s[record.case_id].append(record.call_scores.f1)
+    rates, structural_shares = structural(graded)
     return ModelStats(
         model=model,
         responses=len(rows),
@@ -233,6 +282,10 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
         latency_p50=_quantile(latencies, 0.50),
         latency_p95=_quantile(latencies, 0.95),
         per_case=per_case,
+        structural=rates,
+        failing=failing_cases(graded),
+        per_case_f1={case: sum(f) / len(f) for case, f in case_f1s.items()},
+        per_case_structural=structural_shares,
     )
 
 

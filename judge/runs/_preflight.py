@@ -120,16 +120,20 @@ def agree(
     warnings: list[str] = []
     models: dict[str, ModelInfo] = {}
     for name in candidates:
+        model, pinned = split_candidate(name)
         if name == LOCAL:
             models[name] = LOCAL_INFO
             continue
+        if model == LOCAL or (pinned is None and "@" in name):
+            refused.append(f"{name}: a provider is pinned as MODEL@PROVIDER, on a hosted model")
+            continue
         if catalog is None:
-            models[name] = ModelInfo(name, None)
+            models[name] = ModelInfo(model, None)
             warnings.append(f"{name}: pre-flight skipped, tool support unchecked")
             continue
-        info = catalog.get(name)
+        info = catalog.get(model)
         if info is None:
-            close = difflib.get_close_matches(name, list(catalog), n=1)
+            close = difflib.get_close_matches(model, list(catalog), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             refused.append(f"{name}: not among the models {endpoint} serves{hint}")
             continue
@@ -187,8 +191,9 @@ def request_body(
     """The chat request for one model, case and run: the same for every model but `model`.
     An agent run's steps send their own `messages`, and may send other `tools`."""
     offered = case.tools if tools is None else tools
+    sent, pinned = split_candidate(model)
     body: dict[str, Any] = {
-        "model": model,
+        "model": sent,
         "messages": case.messages if messages is None else list(messages),
     }
     if offered:  # an empty `tools` list is refused by OpenAI-compatible endpoints
@@ -196,9 +201,18 @@ def request_body(
         body.update(agreed.settings)
     else:
         body.update({k: v for k, v in agreed.settings.items() if k != "tool_choice"})
+    if pinned is not None:  # this candidate's provider, and nothing else differs
+        body["provider"] = {"order": [pinned], "allow_fallbacks": False, "require_parameters": True}
     if agreed.seed is not None:
         body["seed"] = agreed.seed + run - 1
     return body
+
+
+def split_candidate(name: str) -> tuple[str, str | None]:
+    """The model a candidate sends, and the provider it pins: `acme/m@fast` is `acme/m`
+    served by `fast` only (OpenRouter's `provider.order`, no fallbacks); `acme/m`, any."""
+    model, at, pinned = name.rpartition("@")
+    return (model, pinned) if at and model and pinned else (name, None)
 
 
 def _all_support(parameter: str, models: Mapping[str, ModelInfo], warnings: list[str]) -> bool:

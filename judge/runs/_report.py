@@ -8,7 +8,9 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from judge.calibrate._report import STYLE, plot_png
-from judge.runs._compare import Comparison, Interval
+from judge.runs._compare import Comparison
+from judge.runs._intervals import Interval
+from judge.runs._report_cases import failures_html, pairs_table, print_failures
 
 _CHECK_NAMES = {
     "tool_selection": "selection",
@@ -70,23 +72,9 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
     console.print(spend)
 
     if comparison.pairs:
-        pairs = Table(
-            title="paired differences in pass rate (bootstrap over common cases)",
-            title_justify="left",
-        )
-        for name in ("a", "b", "cases", "a - b", "95% CI", ""):
-            pairs.add_column(name, justify="left" if name in ("a", "b") else "right")
-        for pair in comparison.pairs:
-            diff = pair.difference
-            pairs.add_row(
-                pair.a,
-                pair.b,
-                str(pair.cases),
-                "n/a" if diff is None else f"{diff.value:+.1%}",
-                "n/a" if diff is None else f"[{diff.low:+.1%}, {diff.high:+.1%}]",
-                "sure" if pair.significant else "not sure",
-            )
-        console.print(pairs)
+        title = "paired differences in pass rate (bootstrap over common cases)"
+        console.print(pairs_table(comparison.pairs, title, sure=True))
+    print_failures(comparison, console)
     for stats in models:
         if stats.varying:
             shown = ", ".join(stats.varying[:10]) + (" ..." if len(stats.varying) > 10 else "")
@@ -124,7 +112,9 @@ def render_comparison(comparison: Comparison, *, title: str = "model comparison"
             "n/a" if s.cost_usd is None else f"{s.cost_usd:.4f}",
         ]
         parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    parts.append("</table><div class='row'>")
+    parts.append("</table>")
+    parts.extend(failures_html(comparison))
+    parts.append("<div class='row'>")
     for caption, draw in _PLOTS:
         parts.append(
             f"<div class='card'><h3>{html.escape(caption)}</h3><img alt='{html.escape(caption)}' "
