@@ -312,6 +312,7 @@ def test_the_readme_example_compares_two_scripted_agents(tmp_path: Path) -> None
             "run", str(ROOT / "examples" / "refunds" / "cases.jsonl"),
             "--models", "careful,reckless", "--base-url", f"http://127.0.0.1:{port}/v1",
             "--env", ENV, "-o", str(out), "--format", "json",
+            "--html", str(tmp_path / "report.html"),
         ])  # fmt: skip
     finally:
         server.terminate()
@@ -327,6 +328,9 @@ def test_the_readme_example_compares_two_scripted_agents(tmp_path: Path) -> None
     failing = models["reckless"]["failing"]  # named, with why: no jq over the runs file
     assert len(failing) == 7 and len({f["id"] for f in failing}) == 7
     assert all(f["kinds"] and f["message"] and f["run"] == 1 for f in failing)
+    page = (tmp_path / "report.html").read_text()
+    assert "reckless: 7 failed runs" in page and "careful: 0 failed runs" in page
+    assert "final-state diff" in page  # a refund issued where none was due, shown
     for stats in models.values():  # the scripted agents make well-formed calls
         structural = stats["structural"]
         assert structural["calls"] > 0

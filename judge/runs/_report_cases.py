@@ -136,6 +136,9 @@ def _details(case: FailingCase) -> list[tuple[str, Any]]:
         message = first.get("message") if isinstance(first, dict) else None
         shown.append(("reply", message))
     shown.append(("failures", [f.model_dump() for f in record.failures]))
+    diff = [f"{f.path}: {f.message}" for f in record.failures if f.kind == "StateMismatch"]
+    if diff:
+        shown.append(("final-state diff (against the reference's)", diff))
     if record.final_state is not None:
         shown.append(("final state", record.final_state))
     if record.judge is not None:
