@@ -49,6 +49,18 @@ class ToolFailed(Exception):
     """Raise from a tool to fail the call with a message for the agent."""
 
 
+class ToolText(str):
+    """A tool result that is text for the agent as it is (an MCP tool's text contents), not
+    a value to write as JSON."""
+
+
+def close_environment(env: Any) -> None:
+    """Release what an environment holds (an MCP server's process), when it says how."""
+    close = getattr(env, "close", None)
+    if callable(close):
+        close()
+
+
 class StateEnvironment:
     """An environment over a dict: each tool is `tool(state, **arguments)` and may change it.
 
@@ -145,32 +157,36 @@ def replay(
     `reached` (the state an agent run actually ended in), that state is compared instead of a
     replay of the candidate's calls."""
     reference = new_environment(factory, case)
-    for index, call in enumerate(expected):
-        try:
-            reference.call(call.name, reference_arguments(call))
-        except Exception as exc:
-            return StateReport(
-                equal=None,
-                reference_error=(
-                    f"expected call {index} ({call.name}) failed: {describe_error(exc)}"
-                ),
-            )
+    try:
+        for index, call in enumerate(expected):
+            try:
+                reference.call(call.name, reference_arguments(call))
+            except Exception as exc:
+                why = f"expected call {index} ({call.name}) failed: {describe_error(exc)}"
+                return StateReport(equal=None, reference_error=why)
+        wanted = reference.snapshot()
+    finally:
+        close_environment(reference)
     if reached is not NOT_OBSERVED:
         found: list[StateDiff] = []
-        _diff(reference.snapshot(), reached, (), found)
+        _diff(wanted, reached, (), found)
         return StateReport(equal=not found, diff=tuple(found[:_MAX_DIFFS]))
     candidate = new_environment(factory, case)
     errors: list[CallError] = []
-    for index, (name, arguments) in enumerate(calls):
-        if arguments is None:
-            errors.append(CallError(call=index, name=name, message="arguments are not JSON"))
-            continue
-        try:
-            candidate.call(name, arguments)
-        except Exception as exc:
-            errors.append(CallError(call=index, name=name, message=describe_error(exc)))
+    try:
+        for index, (name, arguments) in enumerate(calls):
+            if arguments is None:
+                errors.append(CallError(call=index, name=name, message="arguments are not JSON"))
+                continue
+            try:
+                candidate.call(name, arguments)
+            except Exception as exc:
+                errors.append(CallError(call=index, name=name, message=describe_error(exc)))
+        reached = candidate.snapshot()
+    finally:
+        close_environment(candidate)
     diff: list[StateDiff] = []
-    _diff(reference.snapshot(), candidate.snapshot(), (), diff)
+    _diff(wanted, reached, (), diff)
     return StateReport(equal=not diff, diff=tuple(diff[:_MAX_DIFFS]), errors=tuple(errors))
 
 

@@ -133,10 +133,41 @@ _REPLAY_HELP = (
 )
 
 
+_mcp_options = (
+    click.option(
+        "--mcp",
+        "mcp_command",
+        metavar="COMMAND",
+        help="An MCP server as the environment, in place of --env: this command started over "
+        "stdio, a fresh process for every environment (so runs never share state).",
+    ),
+    click.option(
+        "--mcp-url",
+        metavar="URL",
+        help="A running MCP server over streamable HTTP as the environment (one server for "
+        "everything: its state is read, not compared).",
+    ),
+    click.option(
+        "--mcp-state",
+        metavar="URI",
+        help="The server's resource whose JSON is the state compared (the final state).",
+    ),
+    click.option(
+        "--mcp-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=60.0,
+        show_default=True,
+        help="Seconds an MCP tool call (or state read) may take before it fails.",
+    ),
+)
+
+
 def trajectory_options_with(*, env_help: str) -> Callable[..., Any]:
     """The trajectory options, with a command's own account of what --env does in it."""
     return stack_options(
-        *_matching_options, click.option("--env", metavar="MODULE:FACTORY", help=env_help)
+        *_matching_options,
+        click.option("--env", metavar="MODULE:FACTORY", help=env_help),
+        *_mcp_options,
     )
 
 
@@ -182,7 +213,9 @@ def match_settings(
     return Match(**given)
 
 
-def trajectory_from(options: dict[str, Any]) -> tuple[Match | None, EnvironmentFactory | None]:
+def trajectory_from(
+    options: dict[str, Any], *, agent_runs: bool = False
+) -> tuple[Match | None, EnvironmentFactory | None]:
     """Take the trajectory options out of a command's keyword arguments: the match settings
     and the environment factory. Raises ValueError for an override or factory that cannot be
     loaded."""
@@ -193,8 +226,38 @@ def trajectory_from(options: dict[str, Any]) -> tuple[Match | None, EnvironmentF
         options.pop("ignore_tools"),
     )
     env = options.pop("env")
+    server = mcp_server(options, agent_runs=agent_runs)
+    if env and server is not None:
+        raise ValueError("--env and --mcp/--mcp-url are two environments: give one")
+    if server is not None:
+        return settings, server
     if not env:
         return settings, None
     from judge.checks._env import load_factory
 
     return settings, load_factory(env)
+
+
+def mcp_server(options: dict[str, Any], *, agent_runs: bool = False) -> Any:
+    """Take the MCP options out of a command's keyword arguments: the `McpServer` they name,
+    or None. Raises ValueError for options that do not make one (a running server's URL where
+    calls are replayed: each replay needs a fresh server)."""
+    command, url = options.pop("mcp_command", None), options.pop("mcp_url", None)
+    if url is not None and not agent_runs:
+        raise ValueError(
+            "--mcp-url is for agent runs (judge run): replaying calls needs a fresh server "
+            "for each side, --mcp COMMAND"
+        )
+    state, timeout = options.pop("mcp_state", None), options.pop("mcp_timeout", 60.0)
+    if command is None and url is None:
+        if state is not None:
+            raise ValueError("--mcp-state reads a server's resource: add --mcp or --mcp-url")
+        return None
+    from judge.checks._mcp import McpServer, McpStartError
+
+    server = McpServer.of(command, url, state, timeout)
+    try:
+        server.listed_tools()  # started once now: a server that cannot start stops the command
+    except McpStartError as exc:
+        raise ValueError(str(exc)) from None
+    return server

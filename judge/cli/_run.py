@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from judge.checks._mcp import McpServer, McpStartError, with_server_tools
 from judge.cli._batch import Batching, batch_options, cost_lines, progress_printer
 from judge.cli._common import (
     EXIT_UNREADABLE,
@@ -179,7 +180,7 @@ def run_command(
     refuse_over_inputs("run", [cases], [("-o", output)])
     batching = Batching.take(judging)
     env_spec = judging["env"]  # before the trajectory options are taken out of `judging`
-    match, factory = trajectory_or_exit(judging, "run")
+    match, factory = trajectory_or_exit(judging, "run", agent_runs=True)
     loop = _loop(env_spec, factory, agent, max_steps)
     _refuse_max_steps(loop)
     names = list(dict.fromkeys(m.strip() for m in models.split(",") if m.strip()))
@@ -188,6 +189,8 @@ def run_command(
     if batching is not None:
         _refuse_batching(batching, names, loop, output)
     loaded = load_run_cases(cases, "run")
+    if isinstance(factory, McpServer):  # started once: its tools, and a clear error if it fails
+        loaded = _mcp_cases(factory, loaded)
     endpoint = _endpoint(names, base_url, api_key_env)
     requested = Requested(
         reasoning_effort=None if reasoning_effort.lower() == "off" else reasoning_effort,
@@ -200,16 +203,25 @@ def run_command(
     run = _Run(names, requested, endpoint, preflight=not no_preflight, timeout=timeout,
                key_hint=api_key_env or "OPENROUTER_API_KEY", concurrency=concurrency,
                loop=loop, output=output, resuming=resuming, done=done)  # fmt: skip
+    compared = None if isinstance(factory, McpServer) and not factory.fresh else factory
     judge = run_judge(
-        judging, concurrency, "run", match=match, env=factory, agent_runs=loop is not None
+        judging, concurrency, "run", match=match, env=compared, agent_runs=loop is not None
     )
-    grader = Grader(judge, text_calls=calls_in_text(judging), match=match, env=factory)
+    grader = Grader(judge, text_calls=calls_in_text(judging), match=match, env=compared)
     records = finish_run(closing_judge(run.go(loaded, runs, grader, batching), judge), "run")
     if run.spent and run.spent[0].batches:
         lines = cost_lines(run.spent[0], price_per_mtok, batching.discount if batching else 0.5)
         click.echo("\n".join(lines), err=True)
     report_runs(records, report_format, html, sys.stdout if output else sys.stderr,
                 Gate("run", fail_if_worse, metric))  # fmt: skip
+
+
+def _mcp_cases(server: McpServer, cases: list[Any]) -> list[Any]:
+    """The cases with the server's tools; exit 2 when it cannot start or lacks a case's tool."""
+    try:
+        return with_server_tools(server, cases)
+    except (McpStartError, ValueError) as exc:
+        _refuse(str(exc))
 
 
 def _refuse(message: str) -> NoReturn:
@@ -342,6 +354,8 @@ def _loop(
             click.echo(f"judge run: --agent: {exc}", err=True)
             sys.exit(EXIT_UNREADABLE)
     described: dict[str, Any] = {"max_steps": max_steps, "env": env, "agent": agent}
+    if isinstance(factory, McpServer):
+        described |= {"mcp": factory.described(), "mcp_state": factory.state_uri}
     return AgentLoop(env=factory, agent=loaded, max_steps=max_steps, described=described)
 
 

@@ -207,10 +207,12 @@ def load_run_cases(path: str, command: str) -> list[Any]:
     return list(loaded)
 
 
-def trajectory_or_exit(options: dict[str, Any], command: str) -> tuple[Match | None, Any]:
+def trajectory_or_exit(
+    options: dict[str, Any], command: str, *, agent_runs: bool = False
+) -> tuple[Match | None, Any]:
     """The --match settings and the --env factory (exits 2 when one cannot be loaded)."""
     try:
-        return trajectory_from(options)
+        return trajectory_from(options, agent_runs=agent_runs)
     except ValueError as exc:
         click.echo(f"judge {command}: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)

@@ -18,7 +18,7 @@ from judge.cases._calls import Response
 from judge.cases._case import Case
 from judge.cases._json import dumps
 from judge.cases._match import load_object
-from judge.checks._env import Environment, describe_error
+from judge.checks._env import Environment, ToolText, describe_error
 from judge.checks._structure import parse_arguments
 
 
@@ -79,7 +79,7 @@ async def built_in_loop(case: Case, chat: Chat, env: Environment, transcript: Tr
         if not calls:
             return
         for call in calls:
-            text, why = execute(env, call)
+            text, why = await execute(env, call)
             if why is not None:
                 name = (call.get("function") or {}).get("name")
                 transcript.tool_errors.append(
@@ -91,18 +91,24 @@ async def built_in_loop(case: Case, chat: Chat, env: Environment, transcript: Tr
             )
 
 
-def execute(env: Environment, call: dict[str, Any]) -> tuple[str, str | None]:
-    """Run one OpenAI-form call in `env`: the tool message's text, and why it failed (None
-    when it did not)."""
+async def execute(env: Environment, call: dict[str, Any]) -> tuple[str, str | None]:
+    """Run one OpenAI-form call in `env` (awaited where it can be: an MCP server's): the tool
+    message's text, and why it failed (None when it did not)."""
     function = call.get("function") or {}
     name = function.get("name")
     arguments, why = parse_arguments(function.get("arguments") or "")  # as the checks read it
     if arguments is not None:
+        acall = getattr(env, "acall", None)
         try:
-            result = env.call(str(name), arguments)
+            if acall is not None:
+                result = await acall(str(name), arguments)
+            else:
+                result = env.call(str(name), arguments)
         except Exception as exc:  # the tool refused: the agent is told, and goes on
             why = describe_error(exc)
         else:
+            if isinstance(result, ToolText):  # text for the agent as it is
+                return str(result), None
             return dumps(result, default=str).decode(), None
     return dumps({"error": why}).decode(), why
 

@@ -5,6 +5,7 @@ recorded with what each step cost, and graded.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -13,7 +14,14 @@ from judge.cases._calls import Response, ShapeError, normalise_response
 from judge.cases._case import Case, Tool
 from judge.cases._json import dumps, loads
 from judge.cases._text_calls import with_text_calls
-from judge.checks._env import Environment, EnvironmentFactory, new_environment
+from judge.checks._env import (
+    Environment,
+    EnvironmentFactory,
+    close_environment,
+    describe_error,
+    new_environment,
+)
+from judge.checks._mcp import McpEnvironment, McpServer
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.endpoints._client import JudgeEndpointError
 from judge.runs._agent import (
@@ -63,7 +71,20 @@ async def run_agent(
     good makes the run an error (asked again, from the start, on resume)."""
     going = _AgentRun(asker, client, loop, model, case, run)
     stop, error = await going.drive()
-    return await asker.grader.grade(going.record(stop, error), case)
+    if isinstance(going.env, McpEnvironment):  # its state read and its server stopped aside
+        record = await asyncio.to_thread(going.record, stop, error)
+    else:
+        record = going.record(stop, error)
+    return await asker.grader.grade(record, case)
+
+
+async def _environment(factory: EnvironmentFactory | None, case: Case) -> Environment | None:
+    """A fresh environment for one run; an MCP server is started aside (it takes a while)."""
+    if factory is None:
+        return None
+    if isinstance(factory, McpServer):
+        return await asyncio.to_thread(new_environment, factory, case)
+    return new_environment(factory, case)
 
 
 class _AgentRun:
@@ -129,7 +150,7 @@ class _AgentRun:
         did not)."""
         loop, transcript = self.loop, self.transcript
         try:
-            self.env = new_environment(loop.env, self.case) if loop.env is not None else None
+            self.env = await _environment(loop.env, self.case)
             if loop.agent is None:
                 assert self.env is not None, "the built-in loop needs an environment"
                 await built_in_loop(self.case, self.chat, self.env, transcript)
@@ -152,12 +173,15 @@ class _AgentRun:
         return "answer", None
 
     def record(self, stop: Stop, error: str | None) -> RunRecord:
-        """The run as a record, ungraded, with the state its environment ended in."""
+        """The run as a record, ungraded, with the state its environment ended in (the
+        environment released after)."""
         try:
             final_state = plain_json(self.env.snapshot()) if self.env is not None else None
         except Exception as exc:
             final_state = None
-            error = error or f"the environment's snapshot failed: {type(exc).__name__}: {exc}"
+            error = error or f"the environment's snapshot failed: {describe_error(exc)}"
+        finally:
+            close_environment(self.env)
         messages, spent = self.transcript.messages, self.spent
         return RunRecord(
             model=self.model,

@@ -1,0 +1,272 @@
+"""An MCP server as an environment: each call a `tools/call`, the state a resource.
+
+`McpServer` says how to reach one: a command started over stdio (a fresh process for every
+environment, so runs never share state) or the URL of a running server (streamable HTTP: one
+server for everything, so its state is not compared). `McpEnvironment` is one connection: its
+client runs on an event loop of its own, in a thread, so that it serves both the synchronous
+`Environment` protocol (`call`, `snapshot`, for replays) and agent runs (`acall`, awaited
+without blocking their loop). A result with `isError` is a failed call (`ToolFailed`, its text
+the reason); `structuredContent` is the result when present, else the text contents joined
+(given to the agent as they are, `ToolText`). A call past `timeout` seconds fails; a server
+that cannot start is `McpStartError` with the last lines it wrote on standard error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import sys
+import tempfile
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from judge.cases._case import Case, Tool
+from judge.cases._json import DecodeError, loads
+from judge.checks._env import ToolFailed, ToolText
+
+T = TypeVar("T")
+_CLEAN_UP = 15.0  # seconds a late request's cancellation may take on top of its timeout
+_STDERR_LINES = 5
+# Linux: the server gets SIGTERM when the thread that started it ends, however `judge` ends
+# (a kill included): never an orphan. The check after prctl covers a parent already gone.
+_GUARD = (
+    "import ctypes,os,sys;ctypes.CDLL(None).prctl(1,15);"
+    "os.getppid()==int(sys.argv[1]) or os._exit(1);os.execvp(sys.argv[2],sys.argv[2:])"
+)
+
+
+class McpStartError(RuntimeError):
+    """The server could not be started or reached."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """How to reach an MCP server, and what to read its state from."""
+
+    command: tuple[str, ...] = ()
+    """The command of a stdio server (started afresh for every environment)."""
+    url: str | None = None
+    """The streamable HTTP endpoint of a running server."""
+    state_uri: str | None = None
+    """The resource whose JSON text is the state (`snapshot`)."""
+    timeout: float = 60.0
+    """Seconds a tool call, a state read or the start (up to `tools/list`) may take."""
+    tools: list[dict[str, Any]] = field(default_factory=list, compare=False)
+    """The server's tools in OpenAI form, once `tools_of` has listed them."""
+
+    @classmethod
+    def of(
+        cls, command: str | None, url: str | None, state_uri: str | None, timeout: float
+    ) -> McpServer:
+        if (command is None) == (url is None):
+            raise ValueError("give the server as --mcp COMMAND or --mcp-url URL, not both")
+        try:
+            import mcp  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                "an MCP server needs the mcp SDK: pip install 'tool-call-judge[mcp]'"
+            ) from None
+        argv = tuple(shlex.split(command)) if command else ()
+        if command is not None and not argv:
+            raise ValueError("--mcp: an empty command")
+        return cls(argv, url, state_uri, timeout)
+
+    @property
+    def fresh(self) -> bool:
+        """Whether every environment starts from the server's initial state (stdio)."""
+        return bool(self.command)
+
+    def __call__(self, case: Any = None) -> McpEnvironment:
+        """A fresh environment (the factory the final-state checks and agent runs call)."""
+        return McpEnvironment(self)
+
+    def listed_tools(self) -> list[Tool]:
+        """The server's tools, listed once from a first connection (`McpStartError` when it
+        cannot start)."""
+        if not self.tools:
+            first = McpEnvironment(self)
+            try:
+                self.tools.extend(first.tools)
+            finally:
+                first.close()
+        return [Tool.from_spec(tool) for tool in self.tools]
+
+    def described(self) -> str:
+        return shlex.join(self.command) if self.command else str(self.url)
+
+
+class McpEnvironment:
+    """One connection to the server (for stdio, its own server process)."""
+
+    def __init__(self, server: McpServer) -> None:
+        self.server = server
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed by close)
+        self._stack = contextlib.AsyncExitStack()
+        self._closed = False
+        try:
+            self.tools = self._wait(self._open(), self.server.timeout, "start")
+        except BaseException as exc:
+            said = self.stderr_tail()
+            self.close()
+            if not isinstance(exc, Exception):  # Ctrl-C: the server is stopped, and on
+                raise
+            leaf = _leaf(exc)
+            if isinstance(leaf, ToolFailed):  # late: the message says all
+                why = str(leaf)
+            else:
+                why = f"{type(leaf).__name__}: {leaf}" + (f"; it said: {said}" if said else "")
+            raise McpStartError(
+                f"the MCP server {server.described()} could not be started: {why}"
+            ) from None
+
+    async def _open(self) -> list[dict[str, Any]]:
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        if self.server.command:
+            program, *args = _guarded(self.server.command)
+            parameters = StdioServerParameters(command=program, args=args)
+            target: Any = stdio_client(parameters, errlog=self._stderr)  # its stderr kept
+        else:
+            target = str(self.server.url)
+        # No response cache: a state read after a call must see that call.
+        self._session = await self._stack.enter_async_context(Client(target, cache=None))
+        listed = await self._session.list_tools()
+        return [_openai_tool(tool) for tool in listed.tools]
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run tool `name` (blocking): its result, or `ToolFailed` with the reason."""
+        return self._wait(self._call(name, arguments), self.server.timeout, f"tool {name}")
+
+    async def acall(self, name: str, arguments: dict[str, Any]) -> Any:
+        """`call`, awaited on the caller's event loop without blocking it."""
+
+        async def bounded() -> Any:
+            return await asyncio.wait_for(self._call(name, arguments), self.server.timeout)
+
+        future = asyncio.run_coroutine_threadsafe(bounded(), self._loop)
+        try:
+            return await asyncio.wrap_future(future)
+        except TimeoutError:
+            raise ToolFailed(self._late(f"tool {name}")) from None
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+        result = await self._session.call_tool(name, arguments)
+        text = "".join(getattr(part, "text", "") or "" for part in result.content or ())
+        if result.is_error:
+            raise ToolFailed(text or f"{name} failed (an error result without a message)")
+        if result.structured_content is not None:
+            return result.structured_content
+        return ToolText(text)
+
+    def snapshot(self) -> Any:
+        """The state resource's JSON (None without `state_uri`)."""
+        uri = self.server.state_uri
+        if uri is None:
+            return None
+        return self._wait(self._read(uri), self.server.timeout, f"resource {uri}")
+
+    async def _read(self, uri: str) -> Any:
+        result = await self._session.read_resource(uri)
+        texts = [getattr(part, "text", None) for part in result.contents]
+        text = next((t for t in texts if isinstance(t, str)), None)
+        if text is None:
+            raise ToolFailed(f"the resource {uri} holds no text")
+        try:
+            return loads(text)
+        except DecodeError as exc:
+            raise ToolFailed(f"the resource {uri} is not JSON: {exc}") from None
+
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote on standard error."""
+        try:
+            self._stderr.seek(0)
+            lines = [line.rstrip() for line in self._stderr.read().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        return " | ".join(lines[-_STDERR_LINES:])
+
+    def close(self) -> None:
+        """Disconnect, and stop a stdio server (its process and any it started)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(BaseException):
+            self._wait(self._stack.aclose(), 10.0, "stop")
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+        self._stderr.close()
+
+    def _wait(self, work: Coroutine[Any, Any, T], timeout: float, what: str) -> T:
+        """`work` run on the connection's loop within `timeout` (cancelled, and its clean-up
+        awaited there, when late: a server being started is stopped, not left behind)."""
+
+        async def bounded() -> T:
+            return await asyncio.wait_for(work, timeout)
+
+        future = asyncio.run_coroutine_threadsafe(bounded(), self._loop)
+        try:
+            return future.result(timeout + _CLEAN_UP)
+        except (TimeoutError, FutureTimeout):
+            future.cancel()
+            raise ToolFailed(self._late(what)) from None
+
+    def _late(self, what: str) -> str:
+        said = self.stderr_tail()
+        return (
+            f"the MCP server did not answer ({what}) within {self.server.timeout:g} s "
+            "(--mcp-timeout)" + (f"; it said: {said}" if said else "")
+        )
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first error an exception group holds (anyio's task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _guarded(command: tuple[str, ...]) -> list[str]:
+    """The command as started: under the guard that ends it with `judge`, on Linux."""
+    if sys.platform != "linux":
+        return list(command)
+    return [sys.executable, "-S", "-I", "-c", _GUARD, str(os.getpid()), *command]
+
+
+def with_server_tools(server: McpServer, cases: list[Case]) -> list[Case]:
+    """The cases with the server's tools: all of them for a case without `tools`; a case's own
+    (each must be one of the server's, and its definition wins) for one with. Starts the
+    server once to list them: `McpStartError` when it cannot; ValueError naming a case whose
+    tool the server lacks."""
+    offered = server.listed_tools()
+    names = {tool.name for tool in offered}
+    found = []
+    for case in cases:
+        if not case.tools:
+            case = case.model_copy(update={"tools": offered})
+        missing = [tool.name for tool in case.tools if tool.name not in names]
+        if missing:
+            raise ValueError(
+                f"case {case.id!r}: the MCP server {server.described()} has no tool "
+                f"{', '.join(map(repr, missing))} (it has {', '.join(sorted(names))})"
+            )
+        found.append(case)
+    return found
+
+
+def _openai_tool(tool: Any) -> dict[str, Any]:
+    """An MCP tool as an OpenAI chat tool (its `inputSchema` the parameters)."""
+    function: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
