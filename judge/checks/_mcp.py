@@ -57,14 +57,14 @@ class McpServer:
     timeout: float = 60.0
     """Seconds a tool call, a state read or the start (up to `tools/list`) may take."""
     tools: list[dict[str, Any]] = field(default_factory=list, compare=False)
-    """The server's tools in OpenAI form, once `tools_of` has listed them."""
+    """The server's tools in OpenAI form, once `listed_tools` has listed them."""
 
     @classmethod
     def of(
         cls, command: str | None, url: str | None, state_uri: str | None, timeout: float
     ) -> McpServer:
         if (command is None) == (url is None):
-            raise ValueError("give the server as --mcp COMMAND or --mcp-url URL, not both")
+            raise ValueError("give one MCP server: --mcp COMMAND or --mcp-url URL")
         try:
             import mcp  # noqa: F401
         except ImportError:
@@ -116,7 +116,7 @@ class McpEnvironment:
         except BaseException as exc:
             said = self.stderr_tail()
             self.close()
-            if not isinstance(exc, Exception):  # Ctrl-C: the server is stopped, and on
+            if not isinstance(exc, Exception):  # Ctrl-C: the server stopped, the stop goes on
                 raise
             leaf = _leaf(exc)
             if isinstance(leaf, ToolFailed):  # late: the message says all
