@@ -44,6 +44,11 @@ class McpStartError(RuntimeError):
     """The server could not be started or reached."""
 
 
+class McpServerFailed(ToolFailed):
+    """The server did not answer in time, or its connection broke: the environment failed,
+    not the call the agent made."""
+
+
 @dataclass(frozen=True)
 class McpServer:
     """How to reach an MCP server, and what to read its state from."""
@@ -111,6 +116,9 @@ class McpEnvironment:
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed by close)
         self._stack = contextlib.AsyncExitStack()
         self._closed = False
+        self.failure: str | None = None
+        """Why the server failed (it did not answer, or its connection broke): the run's
+        error, where the tool's own refusals are the agent's to handle."""
         try:
             self.tools = self._wait(self._open(), self.server.timeout, "start")
         except BaseException as exc:
@@ -144,7 +152,10 @@ class McpEnvironment:
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run tool `name` (blocking): its result, or `ToolFailed` with the reason."""
-        return self._wait(self._call(name, arguments), self.server.timeout, f"tool {name}")
+        try:
+            return self._wait(self._call(name, arguments), self.server.timeout, f"tool {name}")
+        except Exception as exc:
+            raise self._failed(exc) from None
 
     async def acall(self, name: str, arguments: dict[str, Any]) -> Any:
         """`call`, awaited on the caller's event loop without blocking it."""
@@ -156,7 +167,19 @@ class McpEnvironment:
         try:
             return await asyncio.wrap_future(future)
         except TimeoutError:
-            raise ToolFailed(self._late(f"tool {name}")) from None
+            raise self._failed(McpServerFailed(self._late(f"tool {name}"))) from None
+        except Exception as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: Exception) -> ToolFailed:
+        """The call's failure for the agent; a server at fault is also the environment's
+        `failure` (its run fails with it)."""
+        if isinstance(exc, ToolFailed) and not isinstance(exc, McpServerFailed):
+            return exc  # the tool's own refusal: the run goes on
+        if not isinstance(exc, McpServerFailed):
+            exc = McpServerFailed(f"the MCP server failed: {type(exc).__name__}: {exc}")
+        self.failure = self.failure or str(exc)
+        return exc
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
         result = await self._session.call_tool(name, arguments)
@@ -219,7 +242,7 @@ class McpEnvironment:
             return future.result(timeout + _CLEAN_UP)
         except (TimeoutError, FutureTimeout):
             future.cancel()
-            raise ToolFailed(self._late(what)) from None
+            raise McpServerFailed(self._late(what)) from None
 
     def _late(self, what: str) -> str:
         said = self.stderr_tail()

@@ -182,6 +182,9 @@ class _AgentRun:
             error = error or f"the environment's snapshot failed: {describe_error(exc)}"
         finally:
             close_environment(self.env)
+        failure = getattr(self.env, "failure", None)  # a server that broke: not the agent's
+        if failure and error is None:
+            error = f"the environment failed: {failure}"
         messages, spent = self.transcript.messages, self.spent
         return RunRecord(
             model=self.model,
