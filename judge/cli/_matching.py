@@ -74,10 +74,12 @@ def given_trace_options() -> dict[str, Any]:
 
 def trace_reading() -> Reading:
     """How this command reads trace files, from its options."""
-    from judge.traces._documents import Reading
+    from judge.traces._documents import MAX_UNPACKED, Reading
 
+    given = given_trace_options()
     return Reading(
-        **{{"encoding_errors": "errors"}.get(k, k): v for k, v in given_trace_options().items()}
+        errors=given.get("encoding_errors", "strict"),
+        max_unpacked=given.get("max_unpacked", MAX_UNPACKED),
     )
 
 
