@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -96,7 +95,7 @@ def main() -> None:
     port = free_port()
     agents = subprocess.Popen(
         [sys.executable, str(REFUNDS / "scripted_agents.py"), "--port", str(port)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ},
+        stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert agents.stdout is not None

@@ -8,13 +8,18 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import subprocess
+import sys
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from tests.chat_server import ChatServer, Reply, Seen, answer
 from tests.loopback import Answer
+from tests.review_helpers import clean_env
 
 Fault = Callable[[dict[str, Any]], str | None]
 """Per input line: None (answered), `error` (an error-file line), `malformed` (a reply that is
@@ -198,3 +203,24 @@ def offline_output(server: BatchServer, input_file: bytes) -> bytes:
             "error": None,
         })  # fmt: skip
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+@contextmanager
+def batch_serving() -> Iterator[BatchServer]:
+    """A `BatchServer` on a free loopback port, stopped after."""
+    running = BatchServer().start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def judge_on(
+    server: BatchServer, tmp_path: Path, *args: str, cache: str = "cache"
+) -> subprocess.CompletedProcess[str]:
+    """`judge ARGS` as a whole process, its judge (and batches) on `server`."""
+    return subprocess.run(
+        [sys.executable, "-m", "judge", *args, "--base-url", server.url, "--model", "m",
+         "--cache-dir", str(tmp_path / cache)],
+        capture_output=True, text=True, env=clean_env(), timeout=300,
+    )  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.batch_server import BatchServer, offline_output
+from tests.batch_server import BatchServer, batch_serving, judge_on, offline_output
 from tests.chat_server import Reply, completion, serving
 from tests.review_helpers import clean_env
 
@@ -26,21 +26,11 @@ REFUNDS = "examples.refunds"
 
 @pytest.fixture
 def server() -> Iterator[BatchServer]:  # overrides conftest's: this one serves batches too
-    running = BatchServer().start()
-    try:
+    with batch_serving() as running:
         yield running
-    finally:
-        running.stop()
 
 
-def judge(
-    server: BatchServer, tmp_path: Path, *args: str, cache: str = "cache"
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "judge", *args, "--base-url", server.url, "--model", "m",
-         "--cache-dir", str(tmp_path / cache)],
-        capture_output=True, text=True, env=clean_env(), timeout=300,
-    )  # fmt: skip
+judge = judge_on
 
 
 def kill_while_polling(server: BatchServer, command: list[str], polls: int) -> None:

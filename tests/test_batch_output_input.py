@@ -10,7 +10,6 @@ import asyncio
 import json
 import random
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,9 @@ from judge import load_cases
 from judge.endpoints._batch_output import read_output
 from judge.judging._batch import acceptor, requests_of
 from judge.judging._grade import Judge
-from tests.batch_server import BatchServer, offline_output
+from tests.batch_server import BatchServer, batch_serving, judge_on, offline_output
 from tests.chat_server import answer, completion
 from tests.fuzz import Budget, mutated_lines
-from tests.review_helpers import clean_env
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
 Edit = Callable[[dict[str, Any]], Any]
@@ -142,21 +140,15 @@ def test_a_second_line_for_a_request_is_said_and_the_first_kept() -> None:
 
 @pytest.fixture
 def server() -> Iterator[BatchServer]:  # overrides conftest's: this one serves batches too
-    running = BatchServer().start()
-    try:
+    with batch_serving() as running:
         yield running
-    finally:
-        running.stop()
 
 
 def judge(
     server: BatchServer, tmp_path: Path, *args: str, cache: str = "cache"
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "judge", "grade", str(EXAMPLES), *args, "--base-url", server.url,
-         "--model", "m", "--cache-dir", str(tmp_path / cache)],
-        capture_output=True, text=True, env=clean_env(), timeout=300,
-    )  # fmt: skip
+    """`judge grade` of the example cases, the judge and its batches on `server`."""
+    return judge_on(server, tmp_path, "grade", str(EXAMPLES), *args, cache=cache)
 
 
 def results(path: Path) -> list[dict[str, Any]]:
@@ -208,12 +200,12 @@ def test_judge_grade_batch_results_says_the_line_and_makes_its_case_judge_error(
 @pytest.mark.parametrize(
     ("content", "says"),
     [
-        pytest.param(b"", "no batch output line in it (an empty file)", id="empty"),
+        pytest.param(b"", "no line in it: an empty file", id="empty"),
         pytest.param(bytes(random.Random(3).randrange(256) for _ in range(4096)),
                      "no line answers a request of these cases", id="binary-garbage"),
         pytest.param(b'[{"custom_id": "x"}]\n', "1 line that cannot be read", id="a-json-array"),
         pytest.param(json.dumps(_line("someone-else")).encode() + b"\n",
-                     "1 line for requests these cases do not ask", id="other-requests"),
+                     "1 line for other requests", id="other-requests"),
     ],
 )  # fmt: skip
 def test_judge_grade_refuses_a_batch_output_file_that_answers_nothing(
@@ -288,7 +280,7 @@ def test_judge_grade_batch_refuses_an_unreadable_output_file_and_reads_it_again_
     assert "Traceback" not in run.stderr
     file_id = next(iter(corrupting.original))
     assert "batch batch_1: no line of its files answers one of its requests" in run.stderr
-    assert f"batch batch_1 file {file_id}: 13 unreadable lines" in run.stderr
+    assert f"batch batch_1 file {file_id}: 13 lines that cannot be read (the first: " in run.stderr
     assert corrupting.chat_requests == [] and not out.exists()
     corrupting.files[file_id] = corrupting.original[file_id]  # the download works this time
     corrupting.seen.clear()

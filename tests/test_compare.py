@@ -171,3 +171,23 @@ def test_compare_writes_an_html_report_with_a_plot_per_metric(
     page = report.read_text()
     assert page.count("<img") == 7
     assert "flaky/m" in page and "Wilson" in page
+
+
+def test_a_reversed_pair_is_the_bootstrap_of_the_other_order() -> None:
+    """The gate reads `b - a` off the comparison's `a - b` pair: the same figures as a
+    bootstrap of `b - a` itself, not an approximation."""
+    import random
+
+    rng = random.Random(7)
+    a = {f"c{i}": rng.choice([0.0, 0.5, 1.0]) for i in range(40)}
+    b = {f"c{i}": rng.choice([0.0, 1.0]) for i in range(40)}
+    mirrored = paired_difference("a", a, "b", b).reversed()
+    direct = paired_difference("b", b, "a", a)
+    assert (mirrored.a, mirrored.b, mirrored.cases) == (direct.a, direct.b, direct.cases)
+    assert mirrored.difference is not None and direct.difference is not None
+    for got, want in zip(
+        (mirrored.difference.value, mirrored.difference.low, mirrored.difference.high),
+        (direct.difference.value, direct.difference.low, direct.difference.high),
+        strict=True,
+    ):
+        assert got == pytest.approx(want, abs=1e-12)

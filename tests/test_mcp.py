@@ -265,3 +265,19 @@ def _servers() -> list[str]:
             except OSError:
                 continue
     return found
+
+
+def test_a_case_tool_the_server_lacks_is_named(tmp_path: Path) -> None:
+    case = json.loads((REFUNDS / "cases.jsonl").read_text().splitlines()[0])
+    case["tools"].append({"type": "function", "function": {"name": "cancel_order"}})
+    path = tmp_path / "extra.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    checked = CliRunner().invoke(main, ["check", str(path), "--mcp", SHOP, "--jobs", "1"])
+    [result] = [json.loads(line) for line in checked.stdout.splitlines() if line.startswith("{")]
+    [failure] = result["failures"]
+    assert failure["kind"] == "InvalidCase" and failure["path"] == "/tools"
+    assert "has no tool 'cancel_order'" in failure["message"]
+    nowhere = "http://127.0.0.1:9/v1"  # refused before any request
+    ran = CliRunner().invoke(main, ["run", str(path), "--models", "m", "--base-url", nowhere,
+                                    "--no-preflight", "--mcp", SHOP])  # fmt: skip
+    assert ran.exit_code == 2 and "has no tool 'cancel_order'" in ran.stderr

@@ -226,11 +226,12 @@ def test_an_empty_case_file_is_exit_2_once_the_others_are_written(tmp_path: Path
     assert done.exit_code == 2, done.output
     assert f"no case in {empty} (an empty input)" in done.stderr
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["a"]
-    alone = tmp_path / "alone.jsonl"
-    for command in (["check"], ["grade", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]):
-        refused = invoke(*command, str(empty), "-o", str(alone))
-        assert refused.exit_code == 2 and "(an empty input)" in refused.stderr, refused.output
-        assert not alone.exists()  # a refused run leaves no file behind
+    grade = ["grade", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    for command in (["check"], grade):
+        for alone in (tmp_path / "alone.jsonl", tmp_path / "alone.parquet"):
+            refused = invoke(*command, str(empty), "-o", str(alone))
+            assert refused.exit_code == 2 and "(an empty input)" in refused.stderr, refused.output
+            assert not list(tmp_path.glob("alone*"))  # a refused run leaves no file behind
 
 
 def test_proxy_logs_that_reuse_a_response_id_give_unique_ids(tmp_path: Path) -> None:

@@ -149,37 +149,64 @@ def decoded_row(
                     why = f"column {key!r} holds text that is not JSON ({exc})"
                     raise RowError(why, pointer([key])) from None
         else:
-            value = _plain(value, [key], types or {}, nulls=encoded is not None)
+            try:
+                value = _plain(value, nulls=encoded is not None)
+            except _NoJson as odd:
+                raise RowError(_no_json(key, odd.value, types), pointer([key, *odd.at])) from None
         found[key] = value
     return found
 
 
-def _plain(value: Any, path: list[Any], types: Mapping[str, str], *, nulls: bool) -> Any:
-    """The value as JSON holds it (with `nulls`, nested nulls kept), or `RowError`."""
+class _NoJson(Exception):
+    """A value JSON has no form for, and where it is (built as the search unwinds: the path
+    costs nothing until a value is refused)."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+        self.at: list[Any] = []
+
+
+def _plain(value: Any, *, nulls: bool) -> Any:
+    """The value as JSON holds it (with `nulls`, nested nulls kept), or `_NoJson`."""
     if isinstance(value, dict):
-        return {
-            k: _plain(v, [*path, k], types, nulls=nulls)
-            for k, v in value.items()
-            if nulls or v is not None
-        }
+        out = {}
+        for k, v in value.items():
+            if nulls or v is not None:
+                try:
+                    out[k] = _plain(v, nulls=nulls)
+                except _NoJson as odd:
+                    odd.at.insert(0, k)
+                    raise
+        return out
     if isinstance(value, list):
-        return [_plain(v, [*path, i], types, nulls=nulls) for i, v in enumerate(value)]
+        items = []
+        for i, v in enumerate(value):
+            try:
+                items.append(_plain(v, nulls=nulls))
+            except _NoJson as odd:
+                odd.at.insert(0, i)
+                raise
+        return items
     if (
         value is None
         or isinstance(value, str | int)
         or (isinstance(value, float) and math.isfinite(value))
     ):
         return value
+    raise _NoJson(value)
+
+
+def _no_json(column: str, value: Any, types: Mapping[str, str] | None) -> str:
+    """Why a column's value is refused, with the column's Arrow type where known."""
     held = _NO_JSON.get(type(value), f"a {type(value).__name__}")
     if isinstance(value, float):
         held += f" ({value})"
-    column = path[0]
-    kind = f" ({types[column]})" if column in types else ""
-    why = (
+    kind = f" ({types[column]})" if types and column in types else ""
+    return (
         f"column {column!r}{kind} holds {held}, which JSON has no form for: cast the column "
         "to text (a string column, or JSON text) first"
     )
-    raise RowError(why, pointer(path))
 
 
 def unreadable_row(data: Any, source: str, line: int) -> CaseError | None:

@@ -28,7 +28,13 @@ _MAX_DIFFS = 50
 
 @runtime_checkable
 class Environment(Protocol):
-    """The world the agent's tools act on."""
+    """The world the agent's tools act on.
+
+    An environment may also have, and is then used through them: `async acall(name,
+    arguments)`, awaited by agent runs instead of `call`; `close()`, called once its run or
+    replay is done (an MCP server's process is stopped there); `failure`, why the environment
+    itself broke (a server that stopped answering), which fails the run rather than the call.
+    """
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run tool `name`; raise to report that the call failed."""

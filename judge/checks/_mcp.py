@@ -61,8 +61,8 @@ class McpServer:
     """The resource whose JSON text is the state (`snapshot`)."""
     timeout: float = 60.0
     """Seconds a tool call, a state read or the start (up to `tools/list`) may take."""
-    tools: list[dict[str, Any]] = field(default_factory=list, compare=False)
-    """The server's tools in OpenAI form, once `listed_tools` has listed them."""
+    tools: list[Tool] = field(default_factory=list, compare=False)
+    """The server's tools, once `listed_tools` has listed them."""
 
     @classmethod
     def of(
@@ -96,10 +96,25 @@ class McpServer:
         if not self.tools:
             first = McpEnvironment(self)
             try:
-                self.tools.extend(first.tools)
+                self.tools.extend(Tool.from_spec(tool) for tool in first.tools)
             finally:
                 first.close()
-        return [Tool.from_spec(tool) for tool in self.tools]
+        return self.tools
+
+    def offered_to(self, case: Case) -> Case:
+        """`case` with the tools it is offered: the server's when it has none; else its own,
+        each of which must be the server's (ValueError naming those that are not)."""
+        offered = self.listed_tools()
+        if not case.tools:
+            return case.model_copy(update={"tools": offered})
+        names = {tool.name for tool in offered}
+        missing = [tool.name for tool in case.tools if tool.name not in names]
+        if missing:
+            raise ValueError(
+                f"case {case.id!r}: the MCP server {self.described()} has no tool "
+                f"{', '.join(map(repr, missing))} (it has {', '.join(sorted(names))})"
+            )
+        return case
 
     def described(self) -> str:
         return shlex.join(self.command) if self.command else str(self.url)
@@ -264,27 +279,6 @@ def _guarded(command: tuple[str, ...]) -> list[str]:
     if sys.platform != "linux":
         return list(command)
     return [sys.executable, "-S", "-I", "-c", _GUARD, str(os.getpid()), *command]
-
-
-def with_server_tools(server: McpServer, cases: list[Case]) -> list[Case]:
-    """The cases with the server's tools: all of them for a case without `tools`; a case's own
-    (each must be one of the server's, and its definition wins) for one with. Starts the
-    server once to list them: `McpStartError` when it cannot; ValueError naming a case whose
-    tool the server lacks."""
-    offered = server.listed_tools()
-    names = {tool.name for tool in offered}
-    found = []
-    for case in cases:
-        if not case.tools:
-            case = case.model_copy(update={"tools": offered})
-        missing = [tool.name for tool in case.tools if tool.name not in names]
-        if missing:
-            raise ValueError(
-                f"case {case.id!r}: the MCP server {server.described()} has no tool "
-                f"{', '.join(map(repr, missing))} (it has {', '.join(sorted(names))})"
-            )
-        found.append(case)
-    return found
 
 
 def _openai_tool(tool: Any) -> dict[str, Any]:

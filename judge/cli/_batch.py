@@ -192,11 +192,12 @@ def progress_printer(command: str) -> Callable[[Progress], None]:
     progress bar of the requests done (it goes once they all are)."""
     shown: dict[str, str] = {}
     bar: list[Any] = []  # the rich progress bar, once there is something to show
-    said = [0]  # the output lines not read that were reported
+    said = 0  # the output lines not read that were reported
 
     def progress(found: Progress) -> None:
-        report_skipped(command, found.problems[said[0] :])
-        said[0] = len(found.problems)
+        nonlocal said
+        report_skipped(command, found.problems[said:])
+        said = len(found.problems)
         for batch_id, status in found.batches.items():
             if shown.get(batch_id) != status:
                 shown[batch_id] = status

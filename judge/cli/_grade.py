@@ -151,14 +151,9 @@ def grade_command(
     if reader is None:  # case files: read strictly when asked, each case's line noted
         sources = [_Numbered(report, path) for path in cases]
     prepared: list[Any] = []
-    fresh = output is not None and not os.path.exists(output)
     _grade_into(output, judge, cases, summary, sources, report, batching, prepared, reader)
     if batching is not None and not prepared:  # --batch-file: written, nothing graded
         return
-    empty = [s.path for s in sources if isinstance(s, _Numbered) and not s.read]
-    if batching is None and empty:  # (a batch's cases are read by its own reader)
-        drop_empty(output if fresh else None)
-        _refuse(empty_inputs(empty))
     report.finish(summary)
     if prepared and prepared[0].state.batches:
         lines = cost_lines(
@@ -243,6 +238,9 @@ def _grade_into(
         if parquet is not None and output is not None and fresh and os.path.exists(parquet):
             _spool_rows(parquet, output)  # appended to, as JSON Lines are
         asyncio.run(_grade(judge, cases, output, summary, sources, report, batching, prepared))
+        empty = [s.path for s in sources if isinstance(s, _Numbered) and not s.read]
+        if batching is None and empty:  # (a batch's cases are read by its own reader)
+            raise InputError(empty_inputs(empty))
         if parquet is not None and output is not None and os.path.exists(output):
             jsonl_to_parquet(output, parquet)
             os.remove(output)

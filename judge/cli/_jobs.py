@@ -105,6 +105,7 @@ def _check_whole(
     strict: bool,
 ) -> dict[str, Any]:
     """Grade a line read as a `Case` (the models load with the first such line)."""
+    from judge._errors import CaseError
     from judge.cases._case import Case
     from judge.cases._loading import read_line
     from judge.checks._mcp import McpServer
@@ -112,8 +113,13 @@ def _check_whole(
 
     warned = len(done.warnings)
     item = read_line(raw, source=source, line=number, strict=strict, warn=done.warnings.append)
-    if isinstance(factory, McpServer) and isinstance(item, Case) and not item.tools:
-        item = item.model_copy(update={"tools": factory.listed_tools()})  # the server's
+    if isinstance(factory, McpServer) and isinstance(item, Case):  # offered the server's tools
+        try:
+            item = factory.offered_to(item)
+        except ValueError as exc:
+            item = CaseError(
+                str(exc), source=source, line=number, case_id=item.id, pointer="/tools"
+            )
     if len(done.warnings) > warned:
         done.summary.unknown_fields += 1
     result = check_item(item, match=settings, env=factory, schemas=schemas)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from judge.checks._mcp import McpServer, McpStartError, with_server_tools
+from judge.checks._mcp import McpServer, McpStartError
 from judge.cli._batch import Batching, batch_options, cost_lines, progress_printer
 from judge.cli._common import (
     EXIT_UNREADABLE,
@@ -219,7 +219,7 @@ def run_command(
 def _mcp_cases(server: McpServer, cases: list[Any]) -> list[Any]:
     """The cases with the server's tools; exit 2 when it cannot start or lacks a case's tool."""
     try:
-        return with_server_tools(server, cases)
+        return [server.offered_to(case) for case in cases]
     except (McpStartError, ValueError) as exc:
         _refuse(str(exc))
 

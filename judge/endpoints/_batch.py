@@ -343,12 +343,7 @@ class BatchRun:
 def _no_line(submitted: Submitted, parts: list[tuple[str, Output]], state: Path) -> str:
     """Why a batch's files answer none of its requests: nothing is taken from them, so a
     rerun reads them again (a download cut short, say) instead of submitting anew."""
-    said = "; ".join(
-        f"{source}: {len(part.problems)} unreadable lines"
-        + (f" (the first: {part.problems[0]})" if part.problems else "")
-        + (f", {part.others} for other requests" if part.others else "")
-        for source, part in parts
-    )
+    said = "; ".join(f"{source}: {part.lines_said()}" for source, part in parts)
     return (
         f"batch {submitted.id}: no line of its files answers one of its requests ({said}); "
         f"run again to read them again, or remove {state} to submit anew"

@@ -67,6 +67,21 @@ class Output:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    def lines_said(self) -> str:
+        """What the file's lines were, for a file none of whose lines answers a request:
+        `2 lines that cannot be read (the first: ...), 1 line for other requests`."""
+        said = []
+        if self.problems:
+            said.append(f"{_lines(len(self.problems))} that cannot be read (the first: "
+                        f"{self.problems[0]})")  # fmt: skip
+        if self.others:
+            said.append(f"{_lines(self.others)} for other requests")
+        return ", ".join(said) or "no line in it: an empty file"
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"
+
 
 class _Bad(Exception):
     """What is wrong with a line, and where in it."""

@@ -148,17 +148,7 @@ async def read_results(
 
 def _answers_nothing(path: str | Path, found: Output) -> str:
     """Why a batch output file is refused whole: none of its lines answers a request."""
-    if not found.problems and not found.others:
-        return f"{path}: no batch output line in it (an empty file)"
-    said = [f"{_lines(len(found.problems))} that cannot be read"] if found.problems else []
-    if found.others:
-        said.append(f"{_lines(found.others)} for requests these cases do not ask")
-    first = f"; the first unreadable: {found.problems[0]}" if found.problems else ""
     return (
-        f"{path}: no line answers a request of these cases ({', '.join(said)}{first}); "
-        "give the output file of the input --batch-file wrote for them"
+        f"{path}: no line answers a request of these cases ({found.lines_said()}); give the "
+        "output file of the input --batch-file wrote for them"
     )
-
-
-def _lines(count: int) -> str:
-    return f"{count} line" if count == 1 else f"{count} lines"

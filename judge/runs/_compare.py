@@ -97,6 +97,12 @@ class PairedDifference:
     cases: int
     difference: Interval | None
 
+    def reversed(self) -> PairedDifference:
+        """`b` minus `a`: the same bootstrap, its interval mirrored."""
+        d = self.difference
+        flipped = None if d is None else Interval(-d.value, -d.high, -d.low)
+        return PairedDifference(self.b, self.a, self.cases, flipped)
+
     @property
     def significant(self) -> bool:
         """The 95% interval leaves out zero."""
@@ -184,14 +190,7 @@ def compare_runs(
 METRICS = ("pass_rate", "mean_f1")
 
 
-def regressions(
-    comparison: Comparison,
-    baseline: str,
-    metric: str = "pass_rate",
-    *,
-    samples: int = BOOTSTRAP_SAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> list[str]:
+def regressions(comparison: Comparison, baseline: str, metric: str = "pass_rate") -> list[str]:
     """What is worse than `baseline` for sure: each candidate whose paired difference in
     `metric` (per case: the share of passing runs, or the mean F1) against it has its whole
     95% interval below 0, said with the figures. `ValueError` when `baseline` is no model."""
@@ -200,17 +199,11 @@ def regressions(
         raise ValueError(
             f"--fail-if-worse {baseline}: not a model of these runs ({', '.join(by_name)})"
         )
-    base = by_name[baseline]
     worse = []
     for model in comparison.models:
         if model.model == baseline:
             continue
-        mine, theirs = (
-            (model.per_case, base.per_case)
-            if metric == "pass_rate"
-            else (model.per_case_f1, base.per_case_f1)
-        )
-        pair = paired_difference(model.model, mine, baseline, theirs, samples=samples, seed=seed)
+        pair = _against(comparison, model, by_name[baseline], metric)
         d = pair.difference
         if d is not None and d.high < 0:
             worse.append(
@@ -218,6 +211,27 @@ def regressions(
                 f"[{d.low:+.3f}, {d.high:+.3f}] over {pair.cases} common cases"
             )
     return worse
+
+
+def _against(
+    comparison: Comparison, model: ModelStats, base: ModelStats, metric: str
+) -> PairedDifference:
+    """`model` minus `base` in `metric`: the comparison's own pair for the pass rate, one
+    bootstrapped alike (same samples and seed) for the mean F1."""
+    if metric == "pass_rate":
+        for pair in comparison.pairs:
+            if (pair.a, pair.b) == (model.model, base.model):
+                return pair
+            if (pair.a, pair.b) == (base.model, model.model):
+                return pair.reversed()
+    return paired_difference(
+        model.model,
+        model.per_case if metric == "pass_rate" else model.per_case_f1,
+        base.model,
+        base.per_case if metric == "pass_rate" else base.per_case_f1,
+        samples=comparison.method["bootstrap_samples"],
+        seed=comparison.method["bootstrap_seed"],
+    )
 
 
 def paired_difference(

@@ -67,6 +67,15 @@ def lone_surrogate(text: str) -> str | None:
     return None
 
 
+DEEP = f"nested more than {MAX_DEPTH} arrays and objects deep"
+
+
+def refused(value: Any, text: str) -> str | None:
+    """Why a parsed document (`value`, from JSON `text`) is not taken: nested past
+    `MAX_DEPTH`, or holding half a surrogate pair; None when it is."""
+    return DEEP if too_deep(value) else lone_surrogate(text)
+
+
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether `value` nests more than `limit` arrays and objects (followed without recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
@@ -156,7 +165,7 @@ def iter_documents(
         try:
             value, end = decoder.raw_decode(buffer, at)
         except RecursionError:
-            why = _DEEP
+            why = DEEP
         except json.JSONDecodeError as exc:
             # Failing on the buffer's last line, the document may be cut by the chunk: read on
             # (JSON text never holds a raw newline, so an error with a line after it is real).
@@ -166,15 +175,18 @@ def iter_documents(
                 at = 0
                 text.more()
                 continue
-            why = f"a document longer than {MAX_DOCUMENT} characters" if cut else ""
-            why = why or f"not JSON: {exc.msg}"
+            why = (
+                f"a document longer than {MAX_DOCUMENT} characters"
+                if cut
+                else f"not JSON: {exc.msg}"
+            )
         else:
-            why = _DEEP if too_deep(value) else None
+            why = None
         offset = text.bad_byte(at, end if end >= 0 else _line_end(buffer, at))
         if offset is not None:
             why = not_utf8(offset)
         elif why is None:
-            why = lone_surrogate(buffer[at:end])
+            why = refused(value, buffer[at:end])
         if why is None:
             yield line, value
         else:
@@ -184,9 +196,6 @@ def iter_documents(
             at = end
         else:  # what could not be read is skipped up to its line's end
             at = text.skip_line(at)
-
-
-_DEEP = f"nested more than {MAX_DEPTH} arrays and objects deep"
 
 
 def _line_end(buffer: str, at: int) -> int:

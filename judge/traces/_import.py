@@ -92,7 +92,6 @@ def import_data(
 
 
 def _read_file(fmt: Format, path: str, found: Imported) -> Iterator[LLMCall]:
-    found.per_file[path] += 0
     with _opened(path) as handle:
         for call in _read(fmt, handle, path, found):
             found.per_file[path] += 1

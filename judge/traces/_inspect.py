@@ -12,14 +12,7 @@ from functools import partial
 from typing import IO, Any
 
 from judge.traces._calls import LLMCall, openai_call
-from judge.traces._documents import (
-    MAX_DEPTH,
-    Problem,
-    Reading,
-    lone_surrogate,
-    not_utf8,
-    too_deep,
-)
+from judge.traces._documents import DEEP, Problem, Reading, not_utf8, refused
 from judge.traces._spans import RecordError, why
 
 _ZSTD = 93  # the compression Inspect writes `.eval` members with
@@ -87,16 +80,13 @@ def json_of(data: bytes, reading: Reading) -> Any:
         text = data.decode("utf-8-sig", reading.errors)
     except UnicodeDecodeError as exc:
         raise RecordError(not_utf8(exc.start)) from None
-    deep = f"nested more than {MAX_DEPTH} arrays and objects deep"
     try:
         value = json.loads(text)
     except RecursionError:
-        raise RecordError(deep) from None
+        raise RecordError(DEEP) from None
     except ValueError as exc:
         raise RecordError(f"not JSON: {exc}") from None
-    if too_deep(value):
-        raise RecordError(deep)
-    if (why := lone_surrogate(text)) is not None:
+    if (why := refused(value, text)) is not None:
         raise RecordError(why)
     return value
 
