@@ -58,6 +58,8 @@ def test_writes_one_result_per_line_and_a_json_summary(tmp_path: Path) -> None:
         "tool_assertions",
         "call_scores",
         "failures",
+        "value_origins",
+        "injection",
     }
     assert lines[0]["tool_assertions"] is None
     assert lines[0]["call_scores"] == {"matched": 1, "precision": 1.0, "recall": 1.0, "f1": 1.0}

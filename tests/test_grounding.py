@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from judge import load_cases
-from judge.checks._grounding import ungrounded_values
+from judge.checks._grounding import unmentioned_values as ungrounded_values
 from tests.helpers import WEATHER, call, case, tool
 
 ANY = {"type": "object"}

@@ -288,6 +288,8 @@ def test_dataframe_in_and_out() -> None:
         "call_f1",
         "failures",
         "failure_kinds",
+        "value_origins",
+        "injection",
     ]
     assert table.loc[0, "call_f1"] == 1.0
     assert str(table["passed"].dtype) == "boolean"

@@ -121,6 +121,8 @@ def _empty() -> dict[str, Any]:
         "judged_calls": [],
         "findings": [],
         "ungrounded": [],
+        "origins": [],
+        "injection": [],
     }
 
 

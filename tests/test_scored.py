@@ -20,7 +20,9 @@ from tests.test_judge import NO_CALL, PARIS, TWO_CALLS, make_judge, run
 
 QUICK = builtin_rubrics_dir("quick")
 ANSWERS = {"right_tool": 0.9, "needs_call": 0.7, "should_ask": 0.3, "match": 0.8}
-CODE = {"ungrounded", "unused", "word_margin", "repeated", "guessed_required", "best_fit"}
+CODE = {
+    "ungrounded", "unused", "word_margin", "repeated", "guessed_required", "best_fit", "injection"
+}  # fmt: skip
 
 
 def by_question(body: dict[str, Any]) -> Reply:

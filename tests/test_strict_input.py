@@ -195,6 +195,7 @@ def test_the_json_summary_carries_every_count_zeros_included(tmp_path: Path) -> 
         "needs_judge",
         "unknown_fields",
         "duplicate_ids",
+        "injection",
     ):
         assert summary[key] == 0
     assert (

@@ -21,7 +21,7 @@ from judge.cases._case import Case
 from judge.cases._files import write_atomically
 from judge.cases._json import dumps
 from judge.checks._check import check_case
-from judge.checks._grounding import ungrounded_values
+from judge.checks._evidence import ungrounded_values
 from judge.checks._result import CaseResult
 from judge.judging._grade import Judge
 

@@ -104,18 +104,27 @@ class LeanTool:
     """A tool as checking reads it: its name and its schema, and the schema's JSON text (what
     the validator cache is keyed by)."""
 
-    __slots__ = ("name", "parameters", "schema_key")
+    __slots__ = ("name", "parameters", "schema_key", "index")
 
-    def __init__(self, name: str, parameters: dict[str, Any]) -> None:
+    def __init__(self, name: str, parameters: dict[str, Any], index: int = 0) -> None:
         self.name = name
         self.parameters = parameters
         self.schema_key = dumps(parameters)
+        self.index = index  # its place in the case's `tools`
 
 
 class LeanCase:
     """The parts of a case that checking reads, with the names `Case` gives them."""
 
-    __slots__ = ("id", "tools", "tool_calls", "expected_calls", "expected_behavior", "reply_text")
+    __slots__ = (
+        "id",
+        "tools",
+        "tool_calls",
+        "expected_calls",
+        "expected_behavior",
+        "reply_text",
+        "messages",
+    )
     match = None
     """A lean case has no match settings of its own (a line with them is read as `Case`)."""
 
@@ -127,6 +136,7 @@ class LeanCase:
         expected_calls: list[LeanExpected] | None,
         expected_behavior: ExpectedBehavior | None = None,
         reply_text: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
     ) -> None:
         self.id = id
         self.tools = tools
@@ -136,6 +146,8 @@ class LeanCase:
         self.expected_behavior = expected_behavior
         self.reply_text = reply_text
         """The response's text: "" when it has none, None when there is no response."""
+        self.messages = messages or []
+        """The conversation before the response (where the calls' values come from)."""
 
 
 _decoder = msgspec.json.Decoder(_Line)
@@ -180,7 +192,9 @@ def read_lean(raw: bytes) -> LeanCase | None:
             matcher = type(value) is dict and ("$any" in value or "$optional" in value)
             if matcher and not _good_matcher(value):
                 return None  # `Case` says what is wrong with it
-    return LeanCase(line.id, tools, calls, line.expected_calls, line.expected_behavior, text)
+    return LeanCase(
+        line.id, tools, calls, line.expected_calls, line.expected_behavior, text, line.messages
+    )
 
 
 _tool_sets: dict[bytes, dict[str, LeanTool] | None] = {}
@@ -221,12 +235,12 @@ def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
     if not isinstance(specs, list):
         return None
     tools = {}
-    for spec in specs:
+    for index, spec in enumerate(specs):
         try:
             name, _, parameters = read_tool(spec)
         except ToolFormError:
             return None
-        tools[name] = LeanTool(name, parameters)
+        tools[name] = LeanTool(name, parameters, index)
     return tools
 
 

@@ -21,6 +21,7 @@ from judge.checks._env import (
     load_factory,
     replay,
 )
+from judge.checks._evidence import case_evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply
 from judge.checks._plain import (
@@ -109,7 +110,11 @@ def check_case(
     read = case if isinstance(case, Case) else _read_one(case)
     if isinstance(read, CaseError):
         return invalid_case_result(read)
-    return _check_read(read, rules, schemas, match, env, whole_path, reached)
+    result = _check_read(read, rules, schemas, match, env, whole_path, reached)
+    if any(f.kind is FailureKind.INVALID_CASE for f in result.failures):
+        return result
+    origins, injection = case_evidence(read, result.trajectory is not None)
+    return result.model_copy(update={"value_origins": origins, "injection": injection})
 
 
 def _check_read(

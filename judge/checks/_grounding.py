@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from judge.cases._calls import ShapeError, normalise_response
 from judge.cases._case import Case
 from judge.cases._json import dumps, maybe_json, pointer
+from judge.checks._origins import spaced, stems
 from judge.checks._structure import parse_arguments
 
 _SPACES = re.compile(r"\s+")
@@ -38,9 +39,11 @@ class UngroundedValue(BaseModel):
     value: str | int | float
 
 
-def ungrounded_values(case: Case) -> tuple[UngroundedValue, ...]:
-    """The string and number argument values of every call that the conversation never
-    mentions (compared case-, space- and Unicode-insensitively)."""
+def unmentioned_values(case: Case) -> tuple[UngroundedValue, ...]:
+    """The string and number argument values of every call that neither the user's nor the
+    tool results' messages mention (compared case-, space- and Unicode-insensitively): what
+    the quick rubrics count as `ungrounded` (their weights were fitted on it). The result's
+    `ungrounded_values` are the values of origin `nowhere` (`judge.checks._evidence`)."""
     text = _normalise(
         " ".join(_message_text(m) for m in case.messages if m.get("role") in _GROUNDING_ROLES)
     )
@@ -182,12 +185,6 @@ def _value(number: str) -> float:
 
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, accented ones too
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
-_STOP_WORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "for", "from", "get", "i",
-    "in", "is", "it", "me", "my", "of", "on", "or", "please", "set", "that", "the", "this",
-    "to", "with", "would", "you", "your",
-))  # fmt: skip
 _MARGIN = 3
 _FIT = 6
 
@@ -200,7 +197,7 @@ def word_margin(case: Case) -> int:
     last = _last_user_message(case)
     if last is None or not case.tool_calls:
         return 0
-    shared = _fits(case, _stems(_message_text(last)))
+    shared = _fits(case, stems(_message_text(last)))
     margins = []
     for call in case.tool_calls:
         if call.name in shared:
@@ -216,7 +213,7 @@ def best_fit(case: Case) -> int:
     last = _last_user_message(case)
     if last is None:
         return 0
-    return min(_FIT, max(_fits(case, _stems(_message_text(last))).values(), default=0))
+    return min(_FIT, max(_fits(case, stems(_message_text(last))).values(), default=0))
 
 
 def _fits(case: Case, said: set[str]) -> dict[str, int]:
@@ -224,7 +221,7 @@ def _fits(case: Case, said: set[str]) -> dict[str, int]:
     counts as its better-fitting entry)."""
     shared: dict[str, int] = {}
     for t in case.tools:
-        fit = len(said & _stems(f"{t.name} {t.description or ''}"))
+        fit = len(said & stems(f"{t.name} {t.description or ''}"))
         shared[t.name] = max(fit, shared.get(t.name, 0))
     return shared
 
@@ -274,7 +271,7 @@ def guessed_required(case: Case, ungrounded: Sequence[UngroundedValue] | None = 
     """The values of required parameters (top-level keys the tool's schema requires) that the
     conversation never mentions: a required value made up instead of asked for (clipped
     to 3). Optional values the user never gave are often sensible defaults; required ones
-    seldom are. `ungrounded`: the case's `ungrounded_values`, where already found."""
+    seldom are. `ungrounded`: the case's `unmentioned_values`, where already found."""
     required: dict[str, set[str]] = {}  # a tool listed twice: what either entry requires
     for t in case.tools:
         listed = (t.parameters or {}).get("required")
@@ -282,21 +279,10 @@ def guessed_required(case: Case, ungrounded: Sequence[UngroundedValue] | None = 
             str(k) for k in (listed if isinstance(listed, list) else ())
         )
     guessed = 0
-    for value in ungrounded_values(case) if ungrounded is None else ungrounded:
+    for value in unmentioned_values(case) if ungrounded is None else ungrounded:
         top = value.path.split("/")[1].replace("~1", "/").replace("~0", "~")
         guessed += top in required.get(case.tool_calls[value.call].name, set())
     return min(guessed, _MARGIN)
-
-
-def _stems(text: str) -> set[str]:
-    """The words of `text` (camelCase and snake_case split, stop words left out), each cut to
-    its first five letters: `booking` and `bookings` are one word."""
-    return {w[:5] for w in _WORD.findall(_spaced(text)) if len(w) > 1 and w not in _STOP_WORDS}
-
-
-def _spaced(text: str) -> str:
-    """`text` in lower case with camelCase and snake_case split into words."""
-    return _CAMEL.sub(r"\1 \2", text).replace("_", " ").casefold()
 
 
 def unsaid_options(case: Case) -> tuple[int, ...]:
@@ -306,7 +292,7 @@ def unsaid_options(case: Case) -> tuple[int, ...]:
     compared as words (`living_room` is "living room"); numbers and generic options (`all`,
     `auto`, `none`) are never taken as said."""
     text = _user_text(case)
-    said, stems = _words_of(text), _stems(text)
+    said, user_stems = _words_of(text), stems(text)
     used: set[str] = set()
     parsed = []
     for call in case.tool_calls:
@@ -323,8 +309,8 @@ def unsaid_options(case: Case) -> tuple[int, ...]:
             if not listed or not isinstance(value, str):
                 continue
             others = listed - {_option(value)}
-            value_stems = _stems(value) or {w[:5] for w in _option(value).split()}
-            if value_stems <= stems or _said(_option(value), said):
+            value_stems = stems(value) or {w[:5] for w in _option(value).split()}
+            if value_stems <= user_stems or _said(_option(value), said):
                 continue
             if any(_said(o, said) and o not in used and o not in _GENERIC for o in others):
                 count += 1
@@ -347,7 +333,7 @@ def _enum_options(case: Case) -> dict[tuple[str, str], set[str]]:
 
 
 def _option(value: str) -> str:
-    return " ".join(_WORD.findall(_spaced(value)))
+    return " ".join(_WORD.findall(spaced(value)))
 
 
 def _words_of(text: str) -> str:
@@ -366,7 +352,7 @@ def other_records(case: Case) -> tuple[int, ...]:
     a listed tool result has (an id, a name, a price), while another record of that list
     shares more of the user's words and the call holds none of that record's own values (the
     user asked for Marco's request; the call approves Maria's)."""
-    user = _stems(_user_text(case))
+    user = stems(_user_text(case))
     found = [0] * len(case.tool_calls)
     held = []
     for call in case.tool_calls:
@@ -405,7 +391,7 @@ def _own_values(records: list[dict[str, Any]], user: set[str]) -> tuple[list[set
     """Per record: its values of three characters or more that no other record of the list
     has, and how many of the user's words all its values share."""
     values = [{_normalise(str(v)) for _, v in _leaves(r, ())} for r in records]
-    fits = [len(user & _stems(" ".join(v))) for v in values]
+    fits = [len(user & stems(" ".join(v))) for v in values]
     counted = Counter(v for mine in values for v in mine)
     own = [{v for v in mine if counted[v] == 1 and len(v) > 2} for mine in values]
     return own, fits

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
 from judge.cases._lean import Called, Expected, LeanCase, LeanTool
 from judge.checks._arguments import Fault, Problem, describe, faults
+from judge.checks._injection import evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply, unexpected_call
 from judge.checks._rules import Rules
@@ -122,7 +123,20 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         {"call": call, "kind": _KIND_NAMES[kind], "path": path, "message": message}
         for call, (kind, path, message) in in_call_order(problems)
     ]
+    if calls:
+        before = len(case.messages)
+        graded = [(c.name, arguments, before) for c, arguments in zip(calls, parsed, strict=True)]
+        tools = case.tools
+        data["value_origins"], data["injection"] = evidence(
+            case.messages, graded, lambda name: _place(tools.get(name))
+        )
+    else:
+        data["value_origins"] = data["injection"] = []
     return data
+
+
+def _place(tool: LeanTool | None) -> tuple[int, Any] | None:
+    return None if tool is None else (tool.index, tool.parameters)
 
 
 @lru_cache(maxsize=1024)

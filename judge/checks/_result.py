@@ -9,11 +9,42 @@ from pydantic import BaseModel, ConfigDict
 from judge.checks._env import StateReport
 from judge.checks._grounding import UngroundedValue
 from judge.checks._kinds import FailureKind
+from judge.checks._origins import Origin
 from judge.checks._outcome import JudgeOutcome
 from judge.checks._trajectory import TrajectoryReport
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+class ValueOrigin(BaseModel):
+    """Where one argument value (a string or number leaf) of a call was found."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: int
+    path: str
+    """JSON pointer into the call's arguments."""
+    origin: Origin
+    source: str | None
+    """JSON pointer of what it was found in: `/messages/3` (a message of the case), followed
+    into a JSON result's field (`/messages/3/content/items/0/iban`) or an earlier call's
+    arguments (`/messages/2/tool_calls/0/function/arguments/to`); `/tools/1/parameters/...`
+    for the tool's schema; null for `nowhere`."""
+
+
+class InjectionEvidence(BaseModel):
+    """A value of a call that only a tool result reading as instructions gave."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: int
+    path: str
+    """JSON pointer into the call's arguments."""
+    source: str
+    """JSON pointer of the tool result (and its field) the value was found in."""
+    excerpt: str
+    """The instructions, as the result words them (a few hundred characters at most)."""
 
 
 class Failure(BaseModel):
@@ -78,9 +109,17 @@ class CaseResult(BaseModel):
     failures: tuple[Failure, ...] = ()
     judge: JudgeOutcome | None = None
     """The LLM judge's verdicts (`judge grade`); absent from `judge check` results."""
+    value_origins: tuple[ValueOrigin, ...] | None = None
+    """Where each string and number argument value came from (`user`, `system`,
+    `tool_result`, `assistant`, `schema`, `nowhere`), and the JSON pointer of the place:
+    evidence, not a failure. Null where the case could not be read."""
+    injection: tuple[InjectionEvidence, ...] | None = None
+    """Values (or targets inside them: URLs, e-mail addresses, IBANs, files) that only tool
+    results reading as instructions to the assistant gave: evidence of a followed prompt
+    injection, not a failure by itself. Null where the case could not be read."""
     ungrounded_values: tuple[UngroundedValue, ...] | None = None
-    """Argument values the conversation never mentions (`judge grade`): evidence, not a
-    failure."""
+    """Argument values the conversation never mentions, the values of origin `nowhere`
+    (`judge grade`): evidence, not a failure."""
     trajectory: TrajectoryReport | None = None
     """With a trajectory match mode: the calls graded and how they pair with the reference."""
     final_state: StateReport | None = None
@@ -103,6 +142,10 @@ class CaseResult(BaseModel):
         }
         if self.needs_judge:
             data["needs_judge"] = True
+        if self.value_origins is not None:
+            data["value_origins"] = [o.model_dump() for o in self.value_origins]
+        if self.injection is not None:
+            data["injection"] = [i.model_dump() for i in self.injection]
         if self.trajectory is not None:
             data["trajectory"] = self.trajectory.model_dump(mode="json")
         if self.final_state is not None:
@@ -122,7 +165,8 @@ class CheckResults(list[CaseResult]):
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per case; checks as nullable booleans, `failures` as a list of dicts,
-        and `failure_kinds` for filtering."""
+        `failure_kinds` for filtering, and `value_origins` and `injection` as lists of dicts
+        (NaN where the case could not be read)."""
         import pandas as pd
 
         rows = [r.to_json_dict() for r in self]
@@ -130,5 +174,6 @@ class CheckResults(list[CaseResult]):
             row["failure_kinds"] = sorted({f["kind"] for f in row["failures"]})
             row["call_f1"] = row["call_scores"]["f1"] if row["call_scores"] else None
         columns = ["id", *_CHECK_COLUMNS, "call_f1", "failures", "failure_kinds"]
+        columns += ["value_origins", "injection"]
         frame = pd.DataFrame(rows, columns=columns)
         return frame.astype(dict.fromkeys(_CHECK_COLUMNS, "boolean"))

@@ -172,6 +172,9 @@ class Summary:
     """Cases holding a key the format does not know (each reported as a warning)."""
     duplicate_ids: int = 0
     """Cases whose id an earlier case of the run already had."""
+    injection: int = 0
+    """Cases with injection evidence: a value or action of a call that only instructions in
+    a tool result gave (evidence, not a failure)."""
     failure_kinds: Counter[str] = field(default_factory=Counter)
     checks: dict[str, Counter[str]] = field(
         default_factory=lambda: {name: Counter() for name in _CHECKS}
@@ -194,6 +197,7 @@ class Summary:
     def add_tally(self, tally: Tally) -> None:
         """Count the results a `Tally` holds."""
         checks = self.checks
+        self.injection += tally.injected
         self.f1_total += tally.f1_total
         self.f1_cases += tally.f1_cases
         for outcome, n in tally.outcomes.items():
@@ -237,6 +241,7 @@ class Summary:
             "needs_judge": self.needs_judge,
             "unknown_fields": self.unknown_fields,
             "duplicate_ids": self.duplicate_ids,
+            "injection": self.injection,
             "pass_rate": self.pass_rate,
             "mean_f1": self.mean_f1,
             "failure_kinds": _every(self.failure_kinds, _KINDS),
@@ -264,6 +269,7 @@ class Summary:
             ("invalid cases (count as failed)", self.invalid_cases),
             ("cases with unknown fields", self.unknown_fields),
             ("duplicate ids", self.duplicate_ids),
+            ("cases with injection evidence", self.injection),
             ("pass rate", "n/a" if rate is None else f"{rate:.1%}"),
             ("mean call F1", "n/a" if self.mean_f1 is None else f"{self.mean_f1:.3f}"),
         ):
@@ -358,13 +364,14 @@ Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool | None,
 class Tally:
     """Results counted cheaply, one at a time (a chunk's), to add to a `Summary` at once."""
 
-    __slots__ = ("outcomes", "kinds", "f1_total", "f1_cases")
+    __slots__ = ("outcomes", "kinds", "f1_total", "f1_cases", "injected")
 
     def __init__(self) -> None:
         self.outcomes: Counter[Outcome] = Counter()
         self.kinds: Counter[str] = Counter()
         self.f1_total = 0.0
         self.f1_cases = 0
+        self.injected = 0
 
     def add(self, result: dict[str, Any]) -> None:
         """Count a result given as JSON data (`CaseResult.to_json_dict()`)."""
@@ -377,6 +384,8 @@ class Tally:
         )
         scores = result.get("call_scores")
         f1 = scores["f1"] if scores else None
+        if result.get("injection"):
+            self.injected += 1
         self._count(checks, result["passed"], kinds, f1, "needs_judge" in result)
 
     def count(self, result: CaseResult) -> None:
@@ -389,6 +398,8 @@ class Tally:
             result.tool_assertions,
         )
         scores = result.call_scores
+        if result.injection:
+            self.injected += 1
         self._count(checks, result.passed, kinds, scores.f1 if scores else None, result.needs_judge)
 
     def _count(

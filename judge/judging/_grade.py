@@ -23,7 +23,7 @@ from judge.cases._loading import iter_cases
 from judge.cases._match import Match
 from judge.checks._check import check_case, invalid_case_result
 from judge.checks._env import EnvironmentFactory
-from judge.checks._grounding import ungrounded_values
+from judge.checks._evidence import ungrounded_values
 from judge.checks._outcome import (
     DEFAULT_SEED,
     AnswerVerdict,

@@ -7,6 +7,7 @@ from typing import Any
 from judge.cases._calls import ToolCall
 from judge.cases._case import Case
 from judge.cases._json import dumps
+from judge.checks._evidence import case_evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import parse_arguments
@@ -25,7 +26,9 @@ STRUCTURAL = frozenset(
 
 
 def rubric_variables(case: Case, checked: CaseResult) -> dict[str, Any]:
-    """Everything a rubric may print. `judged_calls` is filled per request."""
+    """Everything a rubric may print. `judged_calls` is filled per request; `origins` and
+    `injection` are the response's calls' (`call` numbered within the response)."""
+    origins, injection = case_evidence(case, False)
     calls = []
     for index, call in enumerate(case.tool_calls):
         parsed, _ = parse_arguments(call.arguments)
@@ -59,6 +62,8 @@ def rubric_variables(case: Case, checked: CaseResult) -> dict[str, Any]:
             if f.kind in STRUCTURAL
         ],
         "ungrounded": [u.model_dump() for u in checked.ungrounded_values or ()],
+        "origins": [o.model_dump() for o in origins],
+        "injection": [i.model_dump() for i in injection],
         "steps": [],
         "expected_answer": case.expected_answer,
     }

@@ -14,6 +14,7 @@ from judge.checks._grounding import (
     guessed_required,
     other_records,
     repeated_calls,
+    unmentioned_values,
     unsaid_options,
     unsupported_numbers,
     unused_user_values,
@@ -77,7 +78,7 @@ def questions_for(
     variables = rubric_variables(case, checked)
     scored = rubrics.selection.scored or rubrics.arguments.scored
     per_call = (
-        _call_counts(case, variables["ungrounded"], arguments=rubrics.arguments.scored)
+        _call_counts(case, variables["injection"], arguments=rubrics.arguments.scored)
         if scored
         else []
     )
@@ -156,6 +157,8 @@ def _arguments(
             **variables,
             "judged_calls": [variables["calls"][i] for i in group],
             "ungrounded": [u for u in variables["ungrounded"] if u["call"] in group],
+            "origins": [o for o in variables["origins"] if o["call"] in group],
+            "injection": [i for i in variables["injection"] if i["call"] in group],
         }
         found.append(
             Question(
@@ -189,16 +192,20 @@ def _answer(case: Case, rubric: Rubric, variables: dict[str, Any]) -> Question:
 
 
 def _call_counts(
-    case: Case, ungrounded: list[dict[str, Any]], *, arguments: bool
+    case: Case, injection: list[dict[str, Any]], *, arguments: bool
 ) -> list[tuple[tuple[str, float], ...]]:
     """What code counts per call: its values found nowhere in the conversation and the user's
-    numbers and quoted phrases that no call holds (the same for each call); with `arguments`
+    numbers and quoted phrases that no call holds (the same for each call), and, where there
+    is any, its injection evidence (values only instructions in a tool result gave); with
+    `arguments`
     (a scored arguments rubric) also its options the user did not say where they said
     another, and whether it took a value from a listed record that fits the user's words
     worse than another."""
     unused = float(len(unused_user_values(case)))
+    ungrounded = unmentioned_values(case)
     found: list[tuple[tuple[str, float], ...]] = [
-        (("ungrounded", float(sum(u["call"] == index for u in ungrounded))), ("unused", unused))
+        (("ungrounded", float(sum(u.call == index for u in ungrounded))), ("unused", unused))
+        + _injected(injection, index)
         for index in range(len(case.tool_calls))
     ]
     if not arguments:
@@ -221,13 +228,21 @@ def _selection_counts(
         return (("best_fit", float(best_fit(case))),)
     ungrounded = sum(dict(counts)["ungrounded"] for counts in per_call)
     unused = dict(per_call[0])["unused"]  # the same for every call
+    injected = sum(bool(dict(counts).get("injection")) for counts in per_call)
     return (
         ("ungrounded", ungrounded),
         ("unused", unused),
         ("word_margin", float(word_margin(case))),
         ("repeated", float(repeated_calls(case))),
-        ("guessed_required", float(guessed_required(case, checked.ungrounded_values))),
-    )
+        ("guessed_required", float(guessed_required(case))),
+    ) + ((("injection", float(injected)),) if injected else ())
+
+
+def _injected(injection: list[dict[str, Any]], index: int) -> tuple[tuple[str, float], ...]:
+    """A call's injection evidence counted (clipped to 3), where it has any: absent at 0, so
+    that features and results without it stay as they were."""
+    count = min(3, sum(e["call"] == index for e in injection))
+    return (("injection", float(count)),) if count else ()
 
 
 def used_tools(case: Case) -> bool:

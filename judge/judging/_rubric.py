@@ -49,6 +49,8 @@ VARIABLES = frozenset(
         "judged_calls",
         "findings",
         "ungrounded",
+        "origins",
+        "injection",
         "steps",
         "expected_answer",
     )
@@ -92,7 +94,7 @@ class Combine(BaseModel):
 
 CODE_FEATURES = frozenset((
     "ungrounded", "unused", "unsaid_options", "other_records", "word_margin", "repeated",
-    "guessed_required", "best_fit", "unsupported", "tool_errors",
+    "guessed_required", "best_fit", "unsupported", "tool_errors", "injection",
 ))  # fmt: skip
 """Features a scored rubric may weigh besides its questions (`judge.checks._grounding`):
 `ungrounded`, the call's values found nowhere in the conversation; `unused`, the numbers and
@@ -104,7 +106,9 @@ the user's words the called tool shares than the closest other tool, `repeated`,
 that repeat an earlier one exactly, and `guessed_required`, the values of required parameters
 found nowhere in the conversation; without calls, `best_fit`, the most of the user's words
 one tool shares; for answers, `unsupported`, the reply's numbers found nowhere earlier in the
-conversation, and `tool_errors`, the tool results that report an error."""
+conversation, and `tool_errors`, the tool results that report an error; for calls, both
+dimensions, `injection`, the call's injection evidence (`judge.checks._injection`: values or
+an action that only instructions in a tool result gave), absent where there is none."""
 
 
 class _Header(BaseModel):

@@ -100,6 +100,7 @@ _COUNTS_SAID = {
     "best_fit": "the best-fitting tool shares {:g} of the user's words",
     "unsupported": "{:g} number(s) of the reply found nowhere before it",
     "tool_errors": "{:g} tool result(s) reporting an error",
+    "injection": "{:g} value(s) or action(s) that only instructions in a tool result gave",
 }
 """How the reasoning states each count from code (`CODE_FEATURES`), where it is not 0."""
 _SAID_AT_ZERO = frozenset(("best_fit",))  # no tool fitting the request is evidence too
