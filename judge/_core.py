@@ -36,6 +36,7 @@ MODULES = (
     "judge.checks._no_reference",
     "judge.checks._plain",
     "judge.checks._summary",
+    "judge.checks._origins",
 )
 """What the build compiles: the hot path of `judge check`. Not msgspec or pydantic classes
 (compiled, msgspec's structs decode 3x slower), nor what users pickle, copy or subclass (a

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from judge.cases._json import dumps, maybe_json, pointer
@@ -22,32 +22,47 @@ Origin = Literal["user", "system", "tool_result", "assistant", "schema", "nowher
 ORIGINS: tuple[Origin, ...] = ("user", "system", "tool_result", "assistant", "schema", "nowhere")
 
 _SPACES = re.compile(r"\s+")
-NUMBER = re.compile(r"(?<![\w.,:])(?<!\d-)-?\d+(?:,\d{3})*(?:\.\d+)?(?![\d]|:\d|-\d)")
-"""A number as a person writes one; not a part of a word, a time (`13:00`) or a date."""
+NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+"""A number as a person writes one (`numbers_in` keeps those that stand alone)."""
 _SCHEMA_KEYS = ("default", "const", "enum", "examples")
 _DEEPEST = 64  # a JSON tool result is walked this deep for the field a value is in
 
 
-def leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+def leaves(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
     """The string (not blank) and number (not boolean) leaves of parsed arguments, with their
-    paths: what a conversation can have said."""
+    paths, in order: what a conversation can have said."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    _leaves(value, (), found)
+    return found
+
+
+def _leaves(value: Any, path: tuple[Any, ...], found: list[tuple[tuple[Any, ...], Any]]) -> None:
     if isinstance(value, dict):
-        for key, item in value.items():
-            yield from leaves(item, (*path, key))
+        pairs: list[tuple[Any, Any]] = list(value.items())
     elif isinstance(value, list):
-        for position, item in enumerate(value):
-            yield from leaves(item, (*path, position))
-    elif (
-        isinstance(value, str)
-        and value.strip()
-        or isinstance(value, int | float)
-        and not isinstance(value, bool)
-    ):
-        yield path, value
+        pairs = list(enumerate(value))
+    else:
+        if _said(value):
+            found.append((path, value))
+        return
+    for key, item in pairs:
+        if isinstance(item, dict | list):
+            _leaves(item, (*path, key), found)
+        elif _said(item):
+            found.append(((*path, key), item))
+
+
+def _said(value: Any) -> bool:
+    """A leaf a conversation can have said: a string not blank, a number not a boolean."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def normalise(text: str) -> str:
     """Text as compared: Unicode compatibility forms, case folded, spaces collapsed."""
+    if text.isascii():  # (the same, for ASCII text, at a fraction of the cost)
+        return " ".join(text.lower().split())
     return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).casefold().strip()
 
 
@@ -67,19 +82,34 @@ class Text:
     """One place a value can be found in: its raw text, and, read once when first needed, its
     normalised text, the numbers it states and the fields of the JSON it holds."""
 
-    __slots__ = ("raw", "source", "at", "call_id", "_normal", "_numbers", "_data", "_fields")
+    __slots__ = (
+        "raw", "source", "at", "call_id", "structured", "_normal", "_lower", "_data", "_fields"
+    )  # fmt: skip
 
     def __init__(
-        self, raw: str, source: str, data: Any = None, at: int = 0, call_id: Any = None
+        self,
+        raw: str,
+        source: str,
+        data: Any = None,
+        at: int = 0,
+        call_id: Any = None,
+        structured: bool = False,
     ) -> None:
         self.raw = raw
         self.source = source
+        self.structured = structured  # a tool result or arguments: `where` looks into fields
         self.at = at  # the message's place in the conversation
         self.call_id = call_id  # a tool result's: the call it answers
         self._normal: str | None = None
-        self._numbers: frozenset[float] | None = None
+        self._lower: str | None = None
         self._data = data  # a structure it holds (a parsed result, an earlier call's arguments)
         self._fields: list[tuple[str, Text]] | None = None
+
+    @property
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = self.raw.lower()
+        return self._lower
 
     @property
     def normal(self) -> str:
@@ -87,25 +117,27 @@ class Text:
             self._normal = normalise(self.raw)
         return self._normal
 
-    @property
-    def numbers(self) -> frozenset[float]:
-        if self._numbers is None:
-            self._numbers = frozenset(number_value(n) for n in NUMBER.findall(self.raw))
-        return self._numbers
+    def holds(self, value: str | int | float, normal: str | None, number: float | None) -> bool:
+        """The value is said here: the text as it is, normalised, or the same number (the
+        forms `sought` gives)."""
+        if normal is not None:
+            raw = self.raw
+            if value in raw:  # type: ignore[operator]
+                return True
+            if raw.isascii() and " " not in normal:  # no Unicode form or run of spaces to mind
+                if normal in self.lower:
+                    return True
+            elif normal in self.normal:
+                return True
+        return number is not None and says_number(self.raw, number)
 
-    def holds(self, value: str | int | float, normal: str | None) -> bool:
-        """The value is said here: the text as it is, normalised, or the same number."""
-        if normal is None:
-            return float(value) in self.numbers
-        if value in self.raw or normal in self.normal:  # type: ignore[operator]
-            return True
-        number = numeric(value)  # type: ignore[arg-type]
-        return number is not None and number in self.numbers
-
-    def where(self, value: str | int | float, normal: str | None) -> str:
-        """The source, followed into the field of the JSON structure that holds the value."""
+    def where(self, value: str | int | float, normal: str | None, number: float | None) -> str:
+        """The source, followed into the field of the JSON structure that holds the value (a
+        tool result's or an earlier call's arguments; a user's or system's text is one place)."""
+        if not self.structured:
+            return self.source
         for path, field in self.fields:
-            if field.holds(value, normal):
+            if field.holds(value, normal, number):
                 return self.source + path
         return self.source
 
@@ -122,16 +154,22 @@ class Text:
         return self._fields
 
 
-def leaves_deep(value: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """The leaves of a parsed structure (booleans too), no deeper than `_DEEPEST`."""
+def leaves_deep(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
+    """The leaves of a parsed structure (booleans too), in order, no deeper than `_DEEPEST`."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
     while stack:
         path, item = stack.pop()
-        if isinstance(item, dict | list) and len(path) < _DEEPEST:
-            pairs = item.items() if isinstance(item, dict) else enumerate(item)
-            stack.extend((((*path, k), v) for k, v in reversed(list(pairs))))
+        if isinstance(item, dict) and len(path) < _DEEPEST:
+            keys: list[Any] = list(item)
+            for key in keys[::-1]:
+                stack.append(((*path, key), item[key]))
+        elif isinstance(item, list) and len(path) < _DEEPEST:
+            for position in range(len(item) - 1, -1, -1):
+                stack.append(((*path, position), item[position]))
         elif not isinstance(item, dict | list) and item is not None:
-            yield path, item
+            found.append((path, item))
+    return found
 
 
 class Conversation:
@@ -150,7 +188,7 @@ class Conversation:
         """The earlier calls with ids, first first: each id, and the call as origins read it."""
         for index in range(len(messages) - 1, -1, -1):
             message = messages[index]
-            if not isinstance(message, Mapping):
+            if not isinstance(message, dict):
                 continue
             role, source = message.get("role"), f"/messages/{index}"
             if role == "user":
@@ -163,7 +201,7 @@ class Conversation:
                     raw, data = dumps(content).decode(), content
                 else:
                     raw, data = message_text(message), None
-                self.tool.append(Text(raw, f"{source}/content", data, index, answers))
+                self.tool.append(Text(raw, f"{source}/content", data, index, answers, True))
             elif role == "assistant":
                 self._assistant(message, source, index)
 
@@ -179,7 +217,7 @@ class Conversation:
                 where = f"{source}/tool_calls/{position}/function/arguments"
                 raw = arguments if isinstance(arguments, str) else str(arguments)
                 data = arguments if isinstance(arguments, dict | list) else None
-                self.assistant.append(Text(raw, where, data, index))
+                self.assistant.append(Text(raw, where, data, index, structured=True))
                 if isinstance(call, dict) and call.get("id") is not None:
                     self.asked[str(call["id"])] = self.assistant[-1]
                     parsed = data if data is not None else maybe_json(raw)
@@ -187,12 +225,24 @@ class Conversation:
                     self.earlier.insert(0, (str(call["id"]), graded))
 
 
+def sought(value: str | int | float) -> tuple[str | None, float | None]:
+    """The forms a value is looked for in: its normalised text (a string's), and the number
+    it is (a number's, or a string's that writes one)."""
+    if isinstance(value, str):
+        return normalise(value), numeric(value)
+    return None, float(value)
+
+
 def find(
-    texts: Sequence[Text], value: str | int | float, normal: str | None, before: int
+    texts: list[Text],
+    value: str | int | float,
+    normal: str | None,
+    number: float | None,
+    before: int,
 ) -> Text | None:
     """The latest of `texts` before message `before` that says the value."""
     for text in texts:
-        if text.at < before and text.holds(value, normal):
+        if text.at < before and text.holds(value, normal, number):
             return text
     return None
 
@@ -218,8 +268,19 @@ def value_origins(
         schema = schema_of(name)
         for path, value in leaves(arguments):
             origin, source = origin_of(conversation, value, schema, path, before)
-            found.append({"call": index, "path": pointer(path), "origin": origin, "source": source})
+            found.append(
+                {"call": index, "path": _pointer(path), "origin": origin, "source": source}
+            )
     return found
+
+
+def _pointer(path: tuple[Any, ...]) -> str:
+    """`pointer(path)`, the common top-level key written at once."""
+    if len(path) == 1:
+        key = path[0]
+        if isinstance(key, str) and "~" not in key and "/" not in key:
+            return "/" + key
+    return pointer(path)
 
 
 def origin_of(
@@ -230,16 +291,23 @@ def origin_of(
     before: int,
 ) -> tuple[Origin, str | None]:
     """Where one value was found: the first origin that says it, and the place."""
-    normal = normalise(value) if isinstance(value, str) else None
-    for origin, texts in (
-        ("user", conversation.user),
-        ("system", conversation.system),
-        ("tool_result", conversation.tool),
-        ("assistant", conversation.assistant),
-    ):
-        text = find(texts, value, normal, before)
-        if text is not None:
-            return origin, text.where(value, normal)  # type: ignore[return-value]
+    if isinstance(value, str):  # the common case first: the user's very words
+        for said in conversation.user:
+            if said.at < before and value in said.raw:
+                return "user", said.source
+    normal, number = sought(value)
+    found = find(conversation.user, value, normal, number, before)
+    if found is not None:
+        return "user", found.source
+    found = find(conversation.system, value, normal, number, before)
+    if found is not None:
+        return "system", found.source
+    found = find(conversation.tool, value, normal, number, before)
+    if found is not None:
+        return "tool_result", found.where(value, normal, number)
+    found = find(conversation.assistant, value, normal, number, before)
+    if found is not None:
+        return "assistant", found.where(value, normal, number)
     in_schema = schema_source(schema, path, value, normal) if schema is not None else None
     return ("schema", in_schema) if in_schema is not None else ("nowhere", None)
 
@@ -250,24 +318,28 @@ def schema_source(
     """The pointer of the default, const, enum option or example of the tool's schema at the
     value's path that equals it, or None."""
     index, node = schema
-    where = f"/tools/{index}/parameters"
     for part in path:
         if not isinstance(node, dict):
             return None
         if isinstance(part, str):
             properties = node.get("properties")
             node = properties.get(part) if isinstance(properties, dict) else None
-            where += "/properties" + pointer((part,))
         else:
-            node, where = node.get("items"), where + "/items"
+            node = node.get("items")
     if not isinstance(node, dict):
         return None
     for key in _SCHEMA_KEYS:
         given = node.get(key)
-        options = given if key in ("enum", "examples") and isinstance(given, list) else [given]
-        for position, option in enumerate(options):
+        if given is None:
+            continue
+        listed = key in ("enum", "examples") and isinstance(given, list)
+        for position, option in enumerate(given if listed else [given]):
             if option is not None and _same(option, value, normal):
-                return f"{where}/{key}" + (f"/{position}" if options is given else "")
+                steps = [("properties", p) if isinstance(p, str) else ("items",) for p in path]
+                where = pointer(part for step in steps for part in step)
+                return f"/tools/{index}/parameters{where}/{key}" + (
+                    f"/{position}" if listed else ""
+                )
     return None
 
 
@@ -275,10 +347,64 @@ def _same(option: Any, value: str | int | float, normal: str | None) -> bool:
     if isinstance(option, bool) or isinstance(value, bool):
         return False
     if isinstance(option, str) and normal is not None:
-        return normalise(option) == normal
+        return option == value or normalise(option) == normal
     if isinstance(option, int | float) and not isinstance(value, str):
         return float(option) == float(value)
     return False
+
+
+def numbers_in(text: str) -> list[tuple[int, int, str]]:
+    """The numbers `text` states, with their spans: not a part of a word (`a12`), a time
+    (`13:00`) or a date (`2024-05-01`). (A scan for digits, then a look at each side: a regular
+    expression that looks behind at every position costs ten times more.)"""
+    found = []
+    for match in NUMBER.finditer(text):
+        start, end = match.span()
+        if text.startswith("-", start) and start and _glued(text[start - 1]):
+            start += 1  # "x-5": the 5, not -5
+        if _alone(text, start, end):
+            found.append((start, end, text[start:end]))
+    return found
+
+
+def says_number(text: str, number: float) -> bool:
+    """`text` states `number` (as `numbers_in` reads numbers), found from where the digits
+    its written forms all begin with occur: `1000`, `1,000` and `1000.0` all hold "1"."""
+    digits = str(abs(int(number))) if abs(number) < 1e15 else ""
+    head = digits[: len(digits) % 3 or 3]
+    at = text.find(head) if head else -1
+    while at != -1:
+        if not (at and text[at - 1].isdigit()):  # the start of a run of digits
+            signed = at and text[at - 1] == "-" and not (at > 1 and _glued(text[at - 2]))
+            start = at - 1 if signed else at
+            match = NUMBER.match(text, start)
+            if (
+                match is not None
+                and _alone(text, start, match.end())
+                and number_value(match.group()) == number
+            ):
+                return True
+        at = text.find(head, at + 1)
+    return False
+
+
+def _alone(text: str, start: int, end: int) -> bool:
+    """The number at `text[start:end]` stands alone: not a part of a word, a time or a date."""
+    before = text[start - 1] if start else " "
+    if (
+        _glued(before)
+        or before in ".,:"
+        or (before == "-" and start > 1 and text[start - 2].isdigit())
+    ):
+        return False
+    after = text[end : end + 2]
+    return not (
+        after[:1].isdigit() or (len(after) == 2 and after[0] in ":-" and after[1].isdigit())
+    )
+
+
+def _glued(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def number_value(text: str) -> float:
