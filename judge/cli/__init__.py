@@ -5,8 +5,8 @@
 - `_matching`: the trajectory match options;
 - `_judge_options`: the options that fix a judge, and the calibration gate;
 - `_jobs`: `judge check --jobs N`, the worker processes;
-- `_grade`, `_data`, `_run`, `_service`, `_rubric`, `_local`, `_train`, `_review`: the other
-  commands, each imported when it runs.
+- `_grade`, `_data`, `_run`, `_service`, `_rubric`, `_local`, `_train`, `_review`, `_init`:
+  the other commands, each imported when it runs.
 
 The top layer: may import every other.
 """

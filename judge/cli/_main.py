@@ -56,6 +56,7 @@ _LAZY_COMMANDS = {
     "serve": "judge.cli._service",
     "schema": "judge.cli._service",
     "import": "judge.cli._import",
+    "init": "judge.cli._init",
     "review": "judge.cli._review",
 }
 
