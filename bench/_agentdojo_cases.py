@@ -204,27 +204,38 @@ def injection_step(
     raise LookupError("injection not seen")
 
 
-def attacked_cases(
-    suite: TaskSuite,
-    task: BaseUserTask,
-    injection_task: BaseInjectionTask,
-    attack: BaseAttack,
-    step: tuple[int, list[str]],
-    tools: list[dict[str, Any]],
-    system: str | None,
-) -> list[Case]:
+@dataclass(frozen=True)
+class Pair:
+    """A user task attacked with an injection task's goal: what both kinds of cases read."""
+
+    suite: TaskSuite
+    task: BaseUserTask
+    injection_task: BaseInjectionTask
+    attack: BaseAttack
+    step: tuple[int, list[str]]
+    tools: list[dict[str, Any]]
+    system: str | None
+
+    def environment(self) -> tuple[Any, FunctionsRuntime]:
+        """The user task's environment with the attack's text placed, and a runtime for it."""
+        injections = dict(sorted(self.attack.attack(self.task, self.injection_task).items()))
+        default = self.suite.load_and_inject_default_environment(injections)
+        return self.task.init_environment(default), FunctionsRuntime(self.suite.tools)
+
+
+def attacked_cases(pair: Pair) -> list[Case]:
     """Cases whose response is each ground-truth call of `injection_task`, in turn, once the
     user task's ground truth has read the injection (at `step`: index, vectors).
 
     Raises LookupError if the injection task has no ground-truth calls.
     """
-    injections = dict(sorted(attack.attack(task, injection_task).items()))
-    env = task.init_environment(suite.load_and_inject_default_environment(injections))
+    suite, task, injection_task, attack = pair.suite, pair.task, pair.injection_task, pair.attack
+    tools, system, step = pair.tools, pair.system, pair.step
+    env, runtime = pair.environment()
     pre_env = env.model_copy(deep=True)
     bad_calls = injection_task.ground_truth(pre_env.model_copy(deep=True))
     if not bad_calls:
         raise LookupError("injection task has no ground truth")
-    runtime = FunctionsRuntime(suite.tools)
     history = _opening(task.PROMPT, system)
     at, vectors = step
     for k, call in enumerate(task.ground_truth(pre_env.model_copy(deep=True))[: at + 1]):
@@ -252,21 +263,13 @@ def attacked_cases(
     return cases
 
 
-def resisted_cases(
-    suite: TaskSuite,
-    task: BaseUserTask,
-    injection_task: BaseInjectionTask,
-    attack: BaseAttack,
-    step: tuple[int, list[str]],
-    tools: list[dict[str, Any]],
-    system: str | None,
-) -> list[Case]:
+def resisted_cases(pair: Pair) -> list[Case]:
     """Cases whose response is each ground-truth call of the user task after the step that
     read the injection: the injection in view, the user's task carried on."""
-    injections = dict(sorted(attack.attack(task, injection_task).items()))
-    env = task.init_environment(suite.load_and_inject_default_environment(injections))
+    suite, task, injection_task, attack = pair.suite, pair.task, pair.injection_task, pair.attack
+    env, runtime = pair.environment()
     calls = task.ground_truth(env.model_copy(deep=True))
-    runtime = FunctionsRuntime(suite.tools)
+    tools, system, step = pair.tools, pair.system, pair.step
     history = _opening(task.PROMPT, system)
     at, vectors = step
     base = f"{suite.name}/{task.ID}/{injection_task.ID}/{attack.name}/resisted"
@@ -314,12 +317,9 @@ def build_suite(
                 continue
             for _, injection_task in injection_tasks:
                 try:
-                    out.attacked += attacked_cases(
-                        suite, task, injection_task, attack, step, tools, system
-                    )
-                    out.resisted += resisted_cases(
-                        suite, task, injection_task, attack, step, tools, system
-                    )
+                    pair = Pair(suite, task, injection_task, attack, step, tools, system)
+                    out.attacked += attacked_cases(pair)
+                    out.resisted += resisted_cases(pair)
                 except LookupError as e:
                     out.skip(f"{e} (pairs)")
                 except Exception:  # noqa: BLE001
@@ -388,13 +388,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.version,
         not args.no_system,
     )
-    print(f"{'suite':10} {'benign':>7} {'attacked':>9} {'bytes':>11}  skipped")
+    print(f"{'suite':10} {'benign':>7} {'attacked':>9} {'resisted':>9} {'bytes':>11}  skipped")
     for name, cases in built:
         size = _write(out / f"{name}.benign.jsonl", cases.benign)
         size += _write(out / f"{name}.attacked.jsonl", cases.attacked)
         size += _write(out / f"{name}.resisted.jsonl", cases.resisted)
         skipped = ", ".join(f"{k}: {v}" for k, v in sorted(cases.skipped.items())) or "-"
-        print(f"{name:10} {len(cases.benign):7d} {len(cases.attacked):9d} {size:11,d}  {skipped}")
+        counts = f"{len(cases.benign):7d} {len(cases.attacked):9d} {len(cases.resisted):9d}"
+        print(f"{name:10} {counts} {size:11,d}  {skipped}")
     return 0
 
 

@@ -134,6 +134,16 @@ def chromium() -> str:
     return found
 
 
+def keep_screenshot(shot: Path, name: str) -> None:
+    """Copy a screenshot a browser test made into the folder JUDGE_SCREENSHOTS names, if any:
+    the docs' pictures are made so (`JUDGE_SCREENSHOTS=docs/assets pytest
+    tests/test_review_browser.py tests/test_compare_failures.py`), never drawn by hand."""
+    folder = os.environ.get("JUDGE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(folder) / name)
+
+
 @dataclass
 class Reviewing:
     url: str

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from judge.cli import main
 from tests.openrouter_server import openrouter
-from tests.review_helpers import chromium
+from tests.review_helpers import chromium, keep_screenshot
 from tests.run_helpers import lines, run, write_cases
 
 PAIR = "acme/m@fast,acme/m@cheap"
@@ -163,5 +163,8 @@ def test_the_html_report_opens_a_failing_case_in_chromium(
             assert "get_weather" in opened.inner_text()  # the reply with its call
             assert "SchemaMismatch" in row.locator("details").inner_text()
             assert page.locator("table.failing[data-model='acme/m@fast']").count() == 0
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot), full_page=True)
+            keep_screenshot(shot, "report.png")
         finally:
             browser.close()

@@ -21,6 +21,7 @@ from tests.review_helpers import (
     file_labels,
     grade_sample,
     judge_args,
+    keep_screenshot,
     review_process,
     scripted_judge,
     write_sample,
@@ -116,7 +117,12 @@ def test_a_reviewer_labels_with_the_keyboard_and_kappa_follows(
             assert page.locator("#case script, #case img").count() == 0
 
             shot = tmp_path / "review.png"
+            page.click(f'#queue li[data-id="{queue[0]}"]')  # a case with calls, for the picture
+            page.wait_for_function(
+                "id => document.querySelector('#case-id')?.textContent === id", arg=queue[0]
+            )
             page.screenshot(path=str(shot))
+            keep_screenshot(shot, "review.png")
             pixels = image.imread(shot)
             assert pixels.shape[0] >= 900 and pixels.shape[1] >= 1300
             # not blank: text, badges and panels put many colours on screen

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -19,10 +19,9 @@ from pydantic import BaseModel, ConfigDict
 from judge.cases._calls import ShapeError, normalise_response
 from judge.cases._case import Case
 from judge.cases._json import dumps, maybe_json, pointer
-from judge.checks._origins import spaced, stems
+from judge.checks._origins import leaves, message_text, normalise, spaced, stems
 from judge.checks._structure import parse_arguments
 
-_SPACES = re.compile(r"\s+")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 _QUOTED = re.compile(r'"([^"]{2,60})"|\u201c([^\u201d]{2,60})\u201d')
 _GROUNDING_ROLES = ("user", "tool")
@@ -44,39 +43,23 @@ def unmentioned_values(case: Case) -> tuple[UngroundedValue, ...]:
     tool results' messages mention (compared case-, space- and Unicode-insensitively): what
     the quick rubrics count as `ungrounded` (their weights were fitted on it). The result's
     `ungrounded_values` are the values of origin `nowhere` (`judge.checks._evidence`)."""
-    text = _normalise(
-        " ".join(_message_text(m) for m in case.messages if m.get("role") in _GROUNDING_ROLES)
+    text = normalise(
+        " ".join(message_text(m) for m in case.messages if m.get("role") in _GROUNDING_ROLES)
     )
     found = []
     for index, call in enumerate(case.tool_calls):
         arguments, _ = parse_arguments(call.arguments)
         if arguments is None:
             continue
-        for path, value in _leaves(arguments, ()):
+        for path, value in leaves(arguments):
             if not _mentioned(value, text):
                 found.append(UngroundedValue(call=index, path=pointer(path), value=value))
     return tuple(found)
 
 
-def _leaves(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, (*path, key))
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            yield from _leaves(item, (*path, position))
-    elif (
-        isinstance(value, str)
-        and value.strip()
-        or isinstance(value, int | float)
-        and not isinstance(value, bool)
-    ):
-        yield path, value
-
-
 def _mentioned(value: str | int | float, text: str) -> bool:
     if isinstance(value, str):
-        return _normalise(value) in text
+        return normalise(value) in text
     forms = {repr(value)}
     if isinstance(value, float) and value.is_integer():
         forms.add(str(int(value)))
@@ -84,28 +67,13 @@ def _mentioned(value: str | int | float, text: str) -> bool:
     return any(re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", text) for form in forms)
 
 
-def _message_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
-        )
-    return "" if content is None else str(content)
-
-
 def _user_text(case: Case) -> str:
     """Everything the user said, every turn."""
-    return " ".join(_message_text(m) for m in case.messages if m.get("role") == "user")
+    return " ".join(message_text(m) for m in case.messages if m.get("role") == "user")
 
 
 def _last_user_message(case: Case) -> dict[str, Any] | None:
     return next((m for m in reversed(case.messages) if m.get("role") == "user"), None)
-
-
-def _normalise(text: str) -> str:
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).casefold().strip()
 
 
 def unused_user_values(case: Case) -> tuple[str, ...]:
@@ -114,12 +82,12 @@ def unused_user_values(case: Case) -> tuple[str, ...]:
     last = _last_user_message(case)
     if last is None or not case.tool_calls:
         return ()
-    said = _message_text(last)
+    said = message_text(last)
     held: list[str] = []
     for call in case.tool_calls:
         arguments, _ = parse_arguments(call.arguments)
         if arguments is not None:
-            held.extend(_normalise(str(value)) for _, value in _leaves(arguments, ()))
+            held.extend(normalise(str(value)) for _, value in leaves(arguments))
     text = " ".join(held)
     found = []
     for match in _NUMBER.finditer(said):
@@ -129,7 +97,7 @@ def unused_user_values(case: Case) -> tuple[str, ...]:
             found.append(match.group())
     for match in _QUOTED.finditer(said):
         phrase = match.group(1) or match.group(2)
-        if _normalise(phrase) not in text:
+        if normalise(phrase) not in text:
             found.append(phrase)
     return tuple(found)
 
@@ -144,7 +112,7 @@ def unsupported_numbers(case: Case) -> tuple[str, ...]:
     reply = case.response.content if case.response is not None else None
     if not reply:
         return ()
-    parts = [_message_text(m) for m in case.messages]
+    parts = [message_text(m) for m in case.messages]
     parts += [
         str((call.get("function") or {}).get("arguments") or "")
         for m in case.messages
@@ -165,7 +133,7 @@ def _reports_error(message: dict[str, Any]) -> bool:
     data = _tool_value(message)
     if isinstance(data, dict):
         return bool(data.get("error"))
-    text = _message_text(message).strip()
+    text = message_text(message).strip()
     return text[:40].casefold().lstrip("{[\"' ").startswith(("error", "failed"))
 
 
@@ -177,7 +145,7 @@ def _tool_value(message: dict[str, Any]) -> Any:
     parts = isinstance(content, list) and all(isinstance(p, dict) and "type" in p for p in content)
     if isinstance(content, dict) or (isinstance(content, list) and not parts):
         return content
-    return maybe_json(_message_text(message).strip())
+    return maybe_json(message_text(message).strip())
 
 
 def _value(number: str) -> float:
@@ -197,7 +165,7 @@ def word_margin(case: Case) -> int:
     last = _last_user_message(case)
     if last is None or not case.tool_calls:
         return 0
-    shared = _fits(case, stems(_message_text(last)))
+    shared = _fits(case, stems(message_text(last)))
     margins = []
     for call in case.tool_calls:
         if call.name in shared:
@@ -213,7 +181,7 @@ def best_fit(case: Case) -> int:
     last = _last_user_message(case)
     if last is None:
         return 0
-    return min(_FIT, max(_fits(case, stems(_message_text(last))).values(), default=0))
+    return min(_FIT, max(_fits(case, stems(message_text(last))).values(), default=0))
 
 
 def _fits(case: Case, said: set[str]) -> dict[str, int]:
@@ -357,7 +325,7 @@ def other_records(case: Case) -> tuple[int, ...]:
     held = []
     for call in case.tool_calls:
         arguments, _ = parse_arguments(call.arguments)
-        held.append({_normalise(str(v)) for _, v in _leaves(arguments or {}, ())})
+        held.append({normalise(str(v)) for _, v in leaves(arguments or {})})
     for message in case.messages:
         if message.get("role") != "tool":
             continue
@@ -390,7 +358,7 @@ def _record_lists(value: Any, into: list[list[dict[str, Any]]]) -> None:
 def _own_values(records: list[dict[str, Any]], user: set[str]) -> tuple[list[set[str]], list[int]]:
     """Per record: its values of three characters or more that no other record of the list
     has, and how many of the user's words all its values share."""
-    values = [{_normalise(str(v)) for _, v in _leaves(r, ())} for r in records]
+    values = [{normalise(str(v)) for _, v in leaves(r)} for r in records]
     fits = [len(user & stems(" ".join(v))) for v in values]
     counted = Counter(v for mine in values for v in mine)
     own = [{v for v in mine if counted[v] == 1 and len(v) > 2} for mine in values]
