@@ -19,7 +19,6 @@ from typing import Any, Literal
 from judge.cases._json import dumps, maybe_json, pointer
 
 Origin = Literal["user", "system", "tool_result", "assistant", "schema", "nowhere"]
-ORIGINS: tuple[Origin, ...] = ("user", "system", "tool_result", "assistant", "schema", "nowhere")
 
 _SPACES = re.compile(r"\s+")
 NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
