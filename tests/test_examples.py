@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 _JUDGE = re.compile(r"(?:^|[\s;&|(])(?:\S*/)?judge\s")
+_NOT_RUN = re.compile(r"<!-- not run: (.+?) -->")
 _SEPARATORS = {"&&", "||", "|", ";", ">", ">>", "2>", "<"}
 
 
@@ -34,6 +35,8 @@ class Block:
     line: int
     language: str
     text: str
+    not_run: str | None = None
+    """Why its commands are parsed but not run: `<!-- not run: why -->` on the line before."""
 
     def __str__(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
@@ -46,7 +49,10 @@ def blocks(*languages: str) -> list[Block]:
         for match in _FENCE.finditer(text):
             if match.group(1) in languages:
                 line = text.count("\n", 0, match.start()) + 1
-                found.append(Block(page, line, match.group(1), match.group(2)))
+                before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+                why = _NOT_RUN.fullmatch(before.strip())
+                reason = why.group(1) if why else None
+                found.append(Block(page, line, match.group(1), match.group(2), reason))
     return found
 
 
@@ -234,3 +240,20 @@ def test_each_deterministic_command_shown_runs(
             runner.invoke(main, earlier)
     done = runner.invoke(main, args)
     assert done.exit_code == 0, f"{block}: `judge {' '.join(args)}`: {done.output[-2000:]}"
+
+
+def _synopsis(block: Block, args: list[str]) -> bool:
+    """A command's synopsis, not an example: a placeholder (`CASES.jsonl`) or optional parts."""
+    words = [a for a in args if not a.startswith("-")]
+    return "[" in block.text or any(re.search(r"[A-Z]{3,}", w) for w in words)
+
+
+def test_each_example_runs_or_says_why_not() -> None:
+    # An example the tests do not run says why on the line before its block: a key, an
+    # endpoint, the user's own files, minutes of the embedded judge. Anything else must run.
+    silent = [
+        f"{block}: `judge {' '.join(args)}`"
+        for block, args in SHELL
+        if not _runnable(args) and not _synopsis(block, args) and block.not_run is None
+    ]
+    assert not silent, "run these, or mark their block <!-- not run: why -->:\n" + "\n".join(silent)
