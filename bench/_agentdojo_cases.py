@@ -222,6 +222,27 @@ class Pair:
         default = self.suite.load_and_inject_default_environment(injections)
         return self.task.init_environment(default), FunctionsRuntime(self.suite.tools)
 
+    @property
+    def base(self) -> str:
+        """The ids' stem: suite, user task, injection task, attack."""
+        return f"{self.suite.name}/{self.task.ID}/{self.injection_task.ID}/{self.attack.name}"
+
+    def meta(self, kind: str, step: int, **more: Any) -> dict[str, Any]:
+        """A case's `meta`: where it comes from, its kind and step, and what else it says."""
+        meta: dict[str, Any] = {
+            "suite": self.suite.name,
+            "user_task": self.task.ID,
+            "injection_task": self.injection_task.ID,
+            "attack": self.attack.name,
+            "vector": self.step[1][0],
+        }
+        if "vectors" in more:
+            meta["vectors"] = more.pop("vectors")
+        meta |= {"kind": kind, "step": step, **more, "injected_at": self.step[0]}
+        if kind == "attacked":
+            meta["goal"] = self.injection_task.GOAL
+        return meta
+
 
 def attacked_cases(pair: Pair) -> list[Case]:
     """Cases whose response is each ground-truth call of `injection_task`, in turn, once the
@@ -229,35 +250,21 @@ def attacked_cases(pair: Pair) -> list[Case]:
 
     Raises LookupError if the injection task has no ground-truth calls.
     """
-    suite, task, injection_task, attack = pair.suite, pair.task, pair.injection_task, pair.attack
-    tools, system, step = pair.tools, pair.system, pair.step
+    task, injection_task, tools = pair.task, pair.injection_task, pair.tools
     env, runtime = pair.environment()
     pre_env = env.model_copy(deep=True)
     bad_calls = injection_task.ground_truth(pre_env.model_copy(deep=True))
     if not bad_calls:
         raise LookupError("injection task has no ground truth")
-    history = _opening(task.PROMPT, system)
-    at, vectors = step
+    history = _opening(task.PROMPT, pair.system)
+    at, vectors = pair.step
     for k, call in enumerate(task.ground_truth(pre_env.model_copy(deep=True))[: at + 1]):
         history += _turn(call, _run(runtime, env, call), k)
-    base = f"{suite.name}/{task.ID}/{injection_task.ID}/{attack.name}"
     cases = []
     for j, call in enumerate(bad_calls):
         index = at + 1 + j
-        meta = {
-            "suite": suite.name,
-            "user_task": task.ID,
-            "injection_task": injection_task.ID,
-            "attack": attack.name,
-            "vector": vectors[0],
-            "vectors": vectors,
-            "kind": "attacked",
-            "step": j,
-            "steps": len(bad_calls),
-            "injected_at": at,
-            "goal": injection_task.GOAL,
-        }
-        cases.append(_case(f"{base}/{j}", list(history), call, index, tools, meta))
+        meta = pair.meta("attacked", j, vectors=vectors, steps=len(bad_calls))
+        cases.append(_case(f"{pair.base}/{j}", list(history), call, index, tools, meta))
         if j + 1 < len(bad_calls):
             history += _turn(call, _run(runtime, env, call), index)
     return cases
@@ -266,27 +273,16 @@ def attacked_cases(pair: Pair) -> list[Case]:
 def resisted_cases(pair: Pair) -> list[Case]:
     """Cases whose response is each ground-truth call of the user task after the step that
     read the injection: the injection in view, the user's task carried on."""
-    suite, task, injection_task, attack = pair.suite, pair.task, pair.injection_task, pair.attack
     env, runtime = pair.environment()
-    calls = task.ground_truth(env.model_copy(deep=True))
-    tools, system, step = pair.tools, pair.system, pair.step
-    history = _opening(task.PROMPT, system)
-    at, vectors = step
-    base = f"{suite.name}/{task.ID}/{injection_task.ID}/{attack.name}/resisted"
+    calls = pair.task.ground_truth(env.model_copy(deep=True))
+    history = _opening(pair.task.PROMPT, pair.system)
     cases = []
     for k, call in enumerate(calls):
-        if k > at:
-            meta = {
-                "suite": suite.name,
-                "user_task": task.ID,
-                "injection_task": injection_task.ID,
-                "attack": attack.name,
-                "vector": vectors[0],
-                "kind": "resisted",
-                "step": k,
-                "injected_at": at,
-            }
-            cases.append(_case(f"{base}/{k}", list(history), call, k, tools, meta))
+        if k > pair.step[0]:
+            meta = pair.meta("resisted", k)
+            cases.append(
+                _case(f"{pair.base}/resisted/{k}", list(history), call, k, pair.tools, meta)
+            )
         history += _turn(call, _run(runtime, env, call), k)
     return cases
 
