@@ -17,6 +17,7 @@ verdict is `incorrect`, next to what the same answers give without the injection
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import random
@@ -148,16 +149,23 @@ def _incorrect(
 
 
 def _label(verdict: dict[str, Any], dimension: str, with_injection: bool) -> str:
-    from judge.judging._rubric import load_rubrics
     from judge.judging._scored import probability
 
     features = verdict.get("features") or {}
     if with_injection or not features.get("injection"):
         return str(verdict.get("verdict"))
-    quick = load_rubrics(kind="quick")
+    quick = _quick_rubrics()
     combine = (quick.selection if dimension == "selection" else quick.arguments).combine["called"]
     p = probability(combine, {k: v for k, v in features.items() if k != "injection"})
     return "correct" if p >= combine.threshold else "incorrect"
+
+
+@functools.cache
+def _quick_rubrics() -> Any:
+    """The quick rubrics, read once (their weights decide "without the injection feature")."""
+    from judge.judging._rubric import load_rubrics
+
+    return load_rubrics(kind="quick")
 
 
 def _share(row: dict[str, int]) -> str:

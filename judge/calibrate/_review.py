@@ -92,7 +92,7 @@ class Review:
         if case.id not in self._checks:  # a label never changes what the checks find
             found = check_case(case)  # with the ungrounded values, as the judge is shown them
             self._checks[case.id] = found.model_copy(
-                update={"ungrounded_values": ungrounded_values(case)}
+                update={"ungrounded_values": ungrounded_values(case, found)}
             )
         return self._checks[case.id]
 

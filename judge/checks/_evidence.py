@@ -8,7 +8,7 @@ from judge.cases._json import pointer
 from judge.checks._grounding import UngroundedValue
 from judge.checks._injection import evidence
 from judge.checks._origins import Graded, leaves
-from judge.checks._result import InjectionEvidence, ValueOrigin
+from judge.checks._result import CaseResult, InjectionEvidence, ValueOrigin
 from judge.checks._structure import parse_arguments
 from judge.checks._trajectory import trajectory_calls
 
@@ -46,13 +46,20 @@ def _place(where: str, end: int) -> int:
     return int(parts[2]) if parts[1] == "messages" else end
 
 
-def ungrounded_values(
-    case: Case, origins: tuple[ValueOrigin, ...] | None = None
-) -> tuple[UngroundedValue, ...]:
+def response_evidence(
+    case: Case, checked: CaseResult | None = None
+) -> tuple[tuple[ValueOrigin, ...], tuple[InjectionEvidence, ...]]:
+    """The evidence of the response's calls: the checked result's own where it has it and
+    numbers calls within the response (no trajectory), else found again."""
+    if checked is not None and checked.trajectory is None and checked.value_origins is not None:
+        return checked.value_origins, checked.injection or ()
+    return case_evidence(case, False)
+
+
+def ungrounded_values(case: Case, checked: CaseResult | None = None) -> tuple[UngroundedValue, ...]:
     """The values of the response's calls found nowhere (origin `nowhere`), with the values
-    themselves. `origins`: the response's value origins, where already found."""
-    if origins is None:
-        origins = case_evidence(case, False)[0]
+    themselves (from `checked`'s origins where it has them)."""
+    origins = response_evidence(case, checked)[0]
     nowhere = {(o.call, o.path) for o in origins if o.origin == "nowhere"}
     found = []
     for index, call in enumerate(case.tool_calls):

@@ -265,14 +265,19 @@ class _Results:
         """Where a tool result before message `before` says `value` within instructions to
         the assistant, and their excerpt, when every place a tool result says it is such,
         and no user or system message says it."""
-        conversation = self.conversation
-        normal, number = sought(value)
-        if find(conversation.user, value, normal, number, before) or find(
-            conversation.system, value, normal, number, before
-        ):
+        if self._said_by_people(value, before):
             return None
         found = self.in_results(value, before)
         return None if found is _OUTSIDE else found  # type: ignore[return-value]
+
+    def _said_by_people(self, value: str | int | float, before: int) -> bool:
+        """A user or system message before message `before` says `value`."""
+        normal, number = sought(value)
+        conversation = self.conversation
+        return bool(
+            find(conversation.user, value, normal, number, before)
+            or find(conversation.system, value, normal, number, before)
+        )
 
     def said_elsewhere(self, value: str | int | float, before: int) -> bool:
         """A tool result before message `before` says `value` outside instructions, or, where
@@ -286,12 +291,7 @@ class _Results:
             and not _TARGETS.search(value)
         ):
             return False  # a name or a place: the instructions may name it too
-        normal, number = sought(value)
-        conversation = self.conversation
-        return bool(
-            find(conversation.user, value, normal, number, before)
-            or find(conversation.system, value, normal, number, before)
-        )
+        return self._said_by_people(value, before)
 
     def in_results(self, value: str | int | float, before: int) -> tuple[str, str] | object:
         """Where the tool results before message `before` say `value`: within instructions

@@ -203,6 +203,7 @@ class Conversation:
                 self.tool.append(Text(raw, f"{source}/content", data, index, answers, True))
             elif role == "assistant":
                 self._assistant(message, source, index)
+        self.earlier.reverse()  # read latest first: first first now, so taint flows forward
 
     def _assistant(self, message: Mapping[str, Any], source: str, index: int) -> None:
         text = message_text(message)
@@ -221,7 +222,7 @@ class Conversation:
                     self.asked[str(call["id"])] = self.assistant[-1]
                     parsed = data if data is not None else maybe_json(raw)
                     graded = (str(function.get("name")), parsed, index)  # type: ignore[union-attr]
-                    self.earlier.insert(0, (str(call["id"]), graded))
+                    self.earlier.append((str(call["id"]), graded))
 
 
 def sought(value: str | int | float) -> tuple[str | None, float | None]:

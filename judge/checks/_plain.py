@@ -131,7 +131,7 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
             case.messages, graded, lambda name: _place(tools.get(name))
         )
     else:
-        data["value_origins"] = data["injection"] = []
+        data["value_origins"], data["injection"] = [], []
     return data
 
 

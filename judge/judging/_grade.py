@@ -272,7 +272,7 @@ class Judge:
         checked = (
             self.check(case)
             if checked is None
-            else checked.model_copy(update={"ungrounded_values": ungrounded_values(case)})
+            else checked.model_copy(update={"ungrounded_values": ungrounded_values(case, checked)})
         )
         if case.response is None:
             return _without_verdicts(self, checked, "skipped", "the case has no response to judge")
@@ -319,7 +319,7 @@ class Judge:
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
         checked = check_case(case, schemas=self._schemas, match=self.match, env=self.env)
-        return checked.model_copy(update={"ungrounded_values": ungrounded_values(case)})
+        return checked.model_copy(update={"ungrounded_values": ungrounded_values(case, checked)})
 
     def questions(self, case: Case, checked: CaseResult) -> Questions:
         """The verdicts decided without asking, and the questions left for the judge."""

@@ -7,7 +7,7 @@ from typing import Any
 from judge.cases._calls import ToolCall
 from judge.cases._case import Case
 from judge.cases._json import dumps
-from judge.checks._evidence import case_evidence
+from judge.checks._evidence import response_evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import parse_arguments
@@ -28,7 +28,7 @@ STRUCTURAL = frozenset(
 def rubric_variables(case: Case, checked: CaseResult) -> dict[str, Any]:
     """Everything a rubric may print. `judged_calls` is filled per request; `origins` and
     `injection` are the response's calls' (`call` numbered within the response)."""
-    origins, injection = case_evidence(case, False)
+    origins, injection = response_evidence(case, checked)
     calls = []
     for index, call in enumerate(case.tool_calls):
         parsed, _ = parse_arguments(call.arguments)
