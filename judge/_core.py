@@ -37,6 +37,7 @@ MODULES = (
     "judge.checks._plain",
     "judge.checks._summary",
     "judge.checks._origins",
+    "judge.checks._dates",
 )
 """What the build compiles: the hot path of `judge check`. Not msgspec or pydantic classes
 (compiled, msgspec's structs decode 3x slower), nor what users pickle, copy or subclass (a

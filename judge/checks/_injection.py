@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from judge.cases._json import pointer
+from judge.checks._dates import date_spans, iso_date
 from judge.checks._origins import (
     Conversation,
     Graded,
@@ -195,6 +196,9 @@ def _excerpt(text: str, start: int, end: int, keep: int) -> str:
 def _occurrences(text: str, value: str | int | float) -> list[tuple[int, int]]:
     """Where `text` says `value` (words as `normalise` compares them, numbers by value), up
     to `_OCCURRENCES` + 1 times."""
+    date = iso_date(value) if isinstance(value, str) else None
+    if date is not None:
+        return date_spans(text, date)[: _OCCURRENCES + 1]
     if isinstance(value, str) and numeric(value) is None:
         words = normalise(value).split()
         pattern = r"\s+".join(re.escape(w) for w in words)

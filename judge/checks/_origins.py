@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from judge.cases._json import dumps, maybe_json, pointer
+from judge.checks._dates import date_spans, iso_date
 
 Origin = Literal["user", "system", "tool_result", "assistant", "schema", "nowhere"]
 
@@ -45,7 +46,7 @@ def _leaves(value: Any, path: tuple[Any, ...], found: list[tuple[tuple[Any, ...]
             found.append((path, value))
         return
     for key, item in pairs:
-        if isinstance(item, dict | list):
+        if isinstance(item, (dict, list)):  # (a tuple: mypyc tests it inline)
             _leaves(item, (*path, key), found)
         elif _said(item):
             found.append(((*path, key), item))
@@ -54,8 +55,8 @@ def _leaves(value: Any, path: tuple[Any, ...], found: list[tuple[tuple[Any, ...]
 def _said(value: Any) -> bool:
     """A leaf a conversation can have said: a string not blank, a number not a boolean."""
     if isinstance(value, str):
-        return bool(value.strip())
-    return isinstance(value, int | float) and not isinstance(value, bool)
+        return bool(value) and not value.isspace()
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def normalise(text: str) -> str:
@@ -128,6 +129,9 @@ class Text:
                     return True
             elif normal in self.normal:
                 return True
+            if number is None:
+                date = iso_date(value)  # type: ignore[arg-type]
+                return date is not None and bool(date_spans(self.raw, date))
         return number is not None and says_number(self.raw, number)
 
     def where(self, value: str | int | float, normal: str | None, number: float | None) -> str:
@@ -166,7 +170,7 @@ def leaves_deep(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
         elif isinstance(item, list) and len(path) < _DEEPEST:
             for position in range(len(item) - 1, -1, -1):
                 stack.append(((*path, position), item[position]))
-        elif not isinstance(item, dict | list) and item is not None:
+        elif not isinstance(item, (dict, list)) and item is not None:
             found.append((path, item))
     return found
 
@@ -348,7 +352,7 @@ def _same(option: Any, value: str | int | float, normal: str | None) -> bool:
         return False
     if isinstance(option, str) and normal is not None:
         return option == value or normalise(option) == normal
-    if isinstance(option, int | float) and not isinstance(value, str):
+    if isinstance(option, (int, float)) and not isinstance(value, str):
         return float(option) == float(value)
     return False
 
