@@ -16,9 +16,6 @@ _MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
 )  # fmt: skip
-_MONTH = re.compile(
-    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?![a-z])", re.IGNORECASE
-)
 _DAY = re.compile(r"(?<![\d.,:/-])(\d{1,2})(?:st|nd|rd|th)?(?![\d:/-])(?!\.\d)", re.IGNORECASE)
 _YEAR = re.compile(r"(?<![\d.,:/-])(\d{4})(?![\d:/-])")
 _NUMERIC = re.compile(r"(?<![\d./-])(\d{1,2})([/.])(\d{1,2})\2(\d{4})(?![\d./-])")
@@ -37,30 +34,38 @@ def iso_date(value: str) -> tuple[int, int, int] | None:
     return (year, month, day) if 1 <= month <= 12 and 1 <= day <= 31 else None
 
 
-def date_spans(text: str, date: tuple[int, int, int]) -> list[tuple[int, int]]:
-    """Where `text` says the date in words or in day/month numbers, each mention's span
-    (from the first of its day, month and year to the last)."""
+def date_spans(
+    text: str, date: tuple[int, int, int], lowered: str | None = None
+) -> list[tuple[int, int]]:
+    """Where `text` (`lowered`: the same in lower case, where known) says the date in words
+    or in day/month numbers, each mention's span (from the first of its day, month and year
+    to the last)."""
     year, month, day = date
+    if str(year) not in text:  # (a date without its year is not the same value)
+        return []
     found = []
-    lowered = text.lower()
-    if _MONTHS[month - 1][:3] in lowered and str(year) in text:
-        for match in _MONTH.finditer(text):
-            if _month_number(match.group(1)) != month:
-                continue
-            span = _around(text, match.start(), match.end(), year, day)
+    lowered = lowered if lowered is not None else text.lower()
+    if len(lowered) != len(text):  # a letter whose lower case is two: keep the places
+        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    name = _MONTHS[month - 1]
+    at = lowered.find(name[:3])
+    while at != -1:  # each word that begins as the month's name: "May", "Jan.", "january"
+        end = at + 3
+        while end < len(lowered) and lowered[end].isalpha():
+            end += 1
+        word = lowered[at:end]
+        whole = not (at and lowered[at - 1].isalpha())
+        if whole and (word == name[:3] or name.startswith(word)):
+            span = _around(text, at, end + (lowered[end : end + 1] == "."), year, day)
             if span is not None:
                 found.append(span)
-    if "/" in text or "." in text:
+        at = lowered.find(name[:3], end)
+    if f"/{year}" in text or f".{year}" in text:
         for match in _NUMERIC.finditer(text):
             first, second, said = int(match.group(1)), int(match.group(3)), int(match.group(4))
             if said == year and (first, second) in ((day, month), (month, day)):
                 found.append(match.span())
     return sorted(set(found))
-
-
-def _month_number(name: str) -> int:
-    head = name[:3].lower()
-    return next(i for i, full in enumerate(_MONTHS, start=1) if full.startswith(head))
 
 
 def _around(text: str, start: int, end: int, year: int, day: int) -> tuple[int, int] | None:

@@ -131,7 +131,7 @@ class Text:
                 return True
             if number is None:
                 date = iso_date(value)  # type: ignore[arg-type]
-                return date is not None and bool(date_spans(self.raw, date))
+                return date is not None and bool(date_spans(self.raw, date, self.lower))
         return number is not None and says_number(self.raw, number)
 
     def where(self, value: str | int | float, normal: str | None, number: float | None) -> str:
@@ -375,6 +375,8 @@ def says_number(text: str, number: float) -> bool:
     """`text` states `number` (as `numbers_in` reads numbers), found from where the digits
     its written forms all begin with occur: `1000`, `1,000` and `1000.0` all hold "1"."""
     digits = str(abs(int(number))) if abs(number) < 1e15 else ""
+    if digits not in text and (len(digits) < 4 or f"{abs(int(number)):,}" not in text):
+        return False  # every form writes its digits, or its digits in groups of three
     head = digits[: len(digits) % 3 or 3]
     at = text.find(head) if head else -1
     while at != -1:
@@ -418,7 +420,7 @@ def number_value(text: str) -> float:
 def numeric(text: str) -> float | None:
     """A string value that is a number as a person writes one (`1,000`, `12.50`), as a float."""
     stripped = text.strip()
-    if NUMBER.fullmatch(stripped) is None:
+    if not (stripped[:1].isdigit() or stripped[:1] == "-") or NUMBER.fullmatch(stripped) is None:
         return None
     return number_value(stripped)
 

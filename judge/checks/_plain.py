@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
 from judge.cases._lean import Called, Expected, LeanCase, LeanTool
 from judge.checks._arguments import Fault, Problem, describe, faults
-from judge.checks._injection import evidence
+from judge.checks._injection import injection_evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply, unexpected_call
+from judge.checks._origins import Conversation, value_origins
 from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache, parse_arguments
 
@@ -127,9 +128,11 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         before = len(case.messages)
         graded = [(c.name, arguments, before) for c, arguments in zip(calls, parsed, strict=True)]
         tools = case.tools
-        data["value_origins"], data["injection"] = evidence(
-            case.messages, graded, lambda name: _place(tools.get(name))
+        conversation = Conversation(case.messages)
+        data["value_origins"] = value_origins(
+            conversation, graded, lambda name: _place(tools.get(name))
         )
+        data["injection"] = injection_evidence(conversation, graded) if conversation.tool else []
     else:
         data["value_origins"], data["injection"] = [], []
     return data
