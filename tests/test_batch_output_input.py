@@ -302,8 +302,10 @@ def test_fuzzed_batch_output_files_are_read_or_said_never_raised(tmp_path: Path,
     async def fuzz(budget: Budget) -> None:
         async with Judge(model="m", base_url="http://127.0.0.1:9",
                          cache_dir=str(tmp_path / "cache")) as judged:  # fmt: skip
-            asked, _ = await requests_of(judged, load_cases(EXAMPLES))
-            accept = acceptor(judged, asked)
+            port = judged.for_batches()
+            assert port is not None
+            asked, _ = await requests_of(port, load_cases(EXAMPLES))
+            accept = acceptor(port, asked)
             valid = b"".join(json.dumps(_line(k, answer(a.body).body)).encode() + b"\n"
                              for k, a in asked.items())  # fmt: skip
             while budget.more():

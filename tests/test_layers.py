@@ -6,6 +6,8 @@ run."""
 from __future__ import annotations
 
 import ast
+import importlib.util
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 import judge
 
 PACKAGE = Path(judge.__file__).parent
+REPO = Path(__file__).resolve().parents[1]
 
 # Bottom to top: a module may import its own layer and the layers before it.
 LAYERS = (
@@ -332,3 +335,19 @@ def test_oversized_counts_decorators_and_nesting() -> None:
     ]
     assert list(oversized("x = 1\n" * 451, "m")) == ["m: module of 451 lines (at most 450)"]
     assert list(oversized("x = 1\n" * 450, "m")) == []
+
+
+def test_a_judge_walks_through_each_room_at_most_three_times() -> None:
+    """`bench/judge_walk.py`: the judge, followed as data through `judge grade --batch`,
+    enters no module more than three times (the batch room works with `Requests`, never
+    back through the facade)."""
+    spec = importlib.util.spec_from_file_location("judge_walk", REPO / "bench" / "judge_walk.py")
+    assert spec is not None and spec.loader is not None
+    walker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(walker)
+    visits = walker.walk(REPO / "examples" / "cases.jsonl")
+    assert visits[0] == ("judge.judging._grade", "__init__")
+    entered = Counter(module for module, _ in visits)
+    assert max(entered.values()) <= 3, visits
+    with_parts = walker.walk(REPO / "examples" / "cases.jsonl", parts=True)
+    assert ("judge.judging._batch", "grade_batches") in with_parts  # the walk does see rooms

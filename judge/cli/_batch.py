@@ -154,11 +154,12 @@ def _said_later(message: str) -> None:
 
 
 async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str | None) -> Any:
-    """Fill the verdict cache from batches (or an output file); the `Prepared` batches, or
-    None when only the input file was written."""
+    """Fill the verdict cache from batches (or an output file) with what the judge would
+    send (`judge`: its `for_batches()`, None for the embedded model); the `Prepared`
+    batches, or None when only the input file was written."""
     from judge.judging._batch import grade_batches, read_results, write_input
 
-    if judge.endpoint is None:
+    if judge is None:
         raise InputError("a batch needs an endpoint with a Batch API: give --base-url")
     if batching.file is not None:
         written, cached = await write_input(judge, cases, batching.file)

@@ -373,10 +373,11 @@ async def _grade(
     async with judge:
         found = None
         if batching is not None:
-            found = await prepare(judge, batching, cases_of(cases, skip, report.strict), output)
+            port = judge.for_batches()
+            found = await prepare(port, batching, cases_of(cases, skip, report.strict), output)
             if found is None:
                 return
-            found.refuse_on(judge)
+            found.refuse_on(port)
             if prepared is not None:
                 prepared.append(found)
         sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115

@@ -1,5 +1,6 @@
 """Judging at batch prices: the requests grading would send go through provider batches
-(`judge.endpoints._batch`), each reply is validated exactly as an online one and kept in the
+(`judge.endpoints._batch`) with what the judge would send (`Requests`, from
+`Judge.for_batches`), each reply is validated exactly as an online one and kept in the
 verdict cache, and grading then runs as usual, answered from the cache. What the batches gave
 up on is refused online (that case's `judge_error`, with the reason)."""
 
@@ -27,7 +28,7 @@ from judge.endpoints._batch import (
 from judge.endpoints._batch_output import Accept, Output, read_output
 from judge.endpoints._reply import reply_of
 from judge.judging._asker import Asked
-from judge.judging._grade import Judge
+from judge.judging._requests import Requests
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Prepared:
     problems: list[str] = field(default_factory=list)
     """The output file's lines that could not be read (`file:line (case) at /ptr: why`)."""
 
-    def refuse_on(self, judge: Judge) -> None:
+    def refuse_on(self, judge: Requests) -> None:
         """Tell the judge what it must not ask online: the requests given up (their reason
         is that case's `judge_error`), and with `retry="batch"` anything the batches did not
         answer."""
@@ -63,21 +64,21 @@ class Prepared:
 
 
 async def requests_of(
-    judge: Judge, cases: Iterable[Case]
+    judge: Requests, cases: Iterable[Case]
 ) -> tuple[dict[str, Asked], dict[str, list[str]]]:
     """Every request grading `cases` would send (one per key: identical questions are asked
     once), and each case's keys."""
     asked: dict[str, Asked] = {}
     by_case: dict[str, list[str]] = {}
     for case in cases:
-        found = await judge.requests(case)
+        found = await judge.of(case)
         by_case[case.id] = [a.key for a in found]
         for item in found:
             asked.setdefault(item.key, item)
     return asked, by_case
 
 
-def acceptor(judge: Judge, asked: dict[str, Asked]) -> Accept:
+def acceptor(judge: Requests, asked: dict[str, Asked]) -> Accept:
     """Takes a batch's reply to one of `asked` as the judge would take it online."""
 
     async def accept(key: str, body: dict[str, Any], origin: str) -> str | None:
@@ -92,14 +93,13 @@ def acceptor(judge: Judge, asked: dict[str, Asked]) -> Accept:
 
 
 async def grade_batches(
-    judge: Judge,
+    judge: Requests,
     cases: Iterable[Case],
     state_path: str | Path,
     options: BatchOptions,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> Prepared:
     """Submit what the cache cannot answer, wait for every batch, keep the replies."""
-    assert judge.endpoint is not None
     asked, by_case = await requests_of(judge, cases)
     run = BatchRun(judge.endpoint, state_path, options, on_progress)
     cached = [k for k, a in asked.items() if a.cached]
@@ -108,7 +108,7 @@ async def grade_batches(
     return Prepared(by_case, state, options.retry, run.submitted)
 
 
-async def write_input(judge: Judge, cases: Iterable[Case], path: str | Path) -> tuple[int, int]:
+async def write_input(judge: Requests, cases: Iterable[Case], path: str | Path) -> tuple[int, int]:
     """The batch input file of what grading would ask: (requests written, cached)."""
     asked, _ = await requests_of(judge, cases)
     todo = {k: a.body for k, a in asked.items() if not a.cached}
@@ -116,7 +116,7 @@ async def write_input(judge: Judge, cases: Iterable[Case], path: str | Path) -> 
 
 
 async def read_results(
-    judge: Judge, cases: Iterable[Case], path: str | Path, retry: Retry
+    judge: Requests, cases: Iterable[Case], path: str | Path, retry: Retry
 ) -> tuple[Prepared, int]:
     """A batch output file from a runner elsewhere, kept in the cache: the batches as
     grading needs them (a request whose line cannot be read is given up, its case's

@@ -21,7 +21,7 @@ from judge.cases._case import Case
 from judge.cases._files import default_cache_dir
 from judge.cases._loading import iter_cases
 from judge.cases._match import Match
-from judge.checks._check import check_case, invalid_case_result
+from judge.checks._check import invalid_case_result
 from judge.checks._env import EnvironmentFactory
 from judge.checks._evidence import ungrounded_values
 from judge.checks._outcome import (
@@ -33,7 +33,6 @@ from judge.checks._outcome import (
     SelectionVerdict,
 )
 from judge.checks._result import CaseResult, CheckResults
-from judge.checks._structure import SchemaCache
 from judge.endpoints._client import Reply, ResponseFormat
 from judge.endpoints._endpoint import Endpoint, resolve_endpoint
 from judge.endpoints._retry import RetryPolicy
@@ -50,8 +49,9 @@ from judge.judging._probing import (
     decision_defaults,
     resolve_probe,
 )
-from judge.judging._questions import Question, Questions, questions_for
+from judge.judging._questions import Question, Questioner, Questions
 from judge.judging._reading import ReplyError
+from judge.judging._requests import Requests
 from judge.judging._rubric import Combine, Rubric, RubricSet, load_rubrics
 from judge.judging._scored import Ask, Fit
 
@@ -108,7 +108,6 @@ class Judge:
         self._format_choice = response_format
         self._concurrency = concurrency
         self._cache = VerdictCache(cache_dir or default_cache_dir()) if cache else None
-        self._schemas = SchemaCache()
         self.trusted: bool | None = None
         """Set from a calibration record: False when its gate was overridden."""
         self.abstain_below = _thresholds(abstain_below)
@@ -136,6 +135,9 @@ class Judge:
             retry=retry,
         )
         self._answering = Answering(self._asker, samples, self._probing, self._fits)
+        self._questioner = Questioner(
+            self.rubrics, judge_broken, self.trajectory, self.answers, match, env
+        )
 
     @property
     def probe_reader(self) -> ProbeReader | None:
@@ -318,19 +320,11 @@ class Judge:
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
-        checked = check_case(case, schemas=self._schemas, match=self.match, env=self.env)
-        return checked.model_copy(update={"ungrounded_values": ungrounded_values(case, checked)})
+        return self._questioner.check(case)
 
     def questions(self, case: Case, checked: CaseResult) -> Questions:
         """The verdicts decided without asking, and the questions left for the judge."""
-        return questions_for(
-            case,
-            checked,
-            self.rubrics,
-            judge_broken=self.judge_broken,
-            trajectory=self.trajectory,
-            answers=self.answers,
-        )
+        return self._questioner.questions(case, checked)
 
     async def is_cached(self, question: Question, sample: int) -> bool:
         """Whether this sample of the question would be answered from the cache."""
@@ -340,21 +334,22 @@ class Judge:
         """Whether a scored rubric's question would be answered from the cache."""
         return await self._asker.is_answered(rubric, ask)
 
+    def for_batches(self) -> Requests | None:
+        """What asking elsewhere (a provider's batches, a batch input file) needs of this
+        judge: its endpoint, the requests of a case, and taking or refusing their replies.
+        None for the embedded model, which is never batched."""
+        if self._endpoint is None:
+            return None
+        return Requests(self._endpoint, self._questioner, self._asker, self.samples)
+
     async def requests(self, case: Case) -> list[Asked]:
-        """The requests grading `case` would send now, each with its cache key and whether
-        the cache answers it already: what a batch submits (the uncached ones)."""
-        if case.response is None or self._endpoint is None:
-            return []
-        try:
-            questions = self.questions(case, self.check(case)).questions
-        except (TemplateError, ShapeError):  # grading records `judge_error`, asking nothing
-            return []
-        return await self._asker.requests(questions, self.samples)
+        """The requests grading `case` would send now (`Requests.of`); none for the
+        embedded model."""
+        port = self.for_batches()
+        return [] if port is None else await port.of(case)
 
     async def accept(self, asked: Asked, reply: Reply) -> str | None:
-        """Take a reply obtained elsewhere (a batch's output) for a request `requests` listed,
-        as if this judge had asked it: validated exactly as online and, when usable, cached
-        under the request's key. Returns why it cannot be used (None: kept)."""
+        """Take a reply obtained elsewhere for a request `requests` listed (`Requests.accept`)."""
         return await self._asker.accept(asked, reply)
 
 

@@ -4,10 +4,14 @@ per-call rubric), and the verdicts decided without asking."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judge.cases._case import Case
+from judge.cases._match import Match
+from judge.checks._check import check_case
+from judge.checks._env import EnvironmentFactory
+from judge.checks._evidence import ungrounded_values
 from judge.checks._grounding import (
     best_fit,
     failed_tool_results,
@@ -28,6 +32,7 @@ from judge.checks._outcome import (
     TrajectoryVerdict,
 )
 from judge.checks._result import CaseResult, Failure
+from judge.checks._structure import SchemaCache
 from judge.judging._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
 from judge.judging._prompt import response_failures, rubric_variables, trajectory_steps
 from judge.judging._replies import (
@@ -63,6 +68,34 @@ class Questions:
     arguments: list[ArgumentVerdict]
     """Derived verdicts of calls that failed structurally."""
     questions: list[Question]
+
+
+@dataclass(frozen=True)
+class Questioner:
+    """What a judge asks of a case: the deterministic result with the grounding evidence the
+    judge is shown, then the verdicts decided without asking and the questions left."""
+
+    rubrics: RubricSet
+    judge_broken: bool = False
+    trajectory: bool = False
+    answers: bool = False
+    match: Match | None = None
+    env: EnvironmentFactory | None = None
+    schemas: SchemaCache = field(default_factory=SchemaCache)
+
+    def check(self, case: Case) -> CaseResult:
+        checked = check_case(case, schemas=self.schemas, match=self.match, env=self.env)
+        return checked.model_copy(update={"ungrounded_values": ungrounded_values(case, checked)})
+
+    def questions(self, case: Case, checked: CaseResult) -> Questions:
+        return questions_for(
+            case,
+            checked,
+            self.rubrics,
+            judge_broken=self.judge_broken,
+            trajectory=self.trajectory,
+            answers=self.answers,
+        )
 
 
 def questions_for(
