@@ -108,7 +108,8 @@ def _limits(max_request_bytes: int, max_cases: int) -> Any:
 @click.argument("name", type=click.Choice(SCHEMA_NAMES))
 def schema_command(name: SchemaName) -> None:
     """Print the JSON Schema (Draft 2020-12) of a format: `case` (one input line), `result`
-    (one line of `judge check` / `judge grade` output) or `calibration` (the record)."""
+    (one line of `judge check` / `judge grade` output), `run` (one line of a `judge run`
+    runs file) or `calibration` (the record)."""
     click.echo(json.dumps(json_schema(name), indent=2))
 
 
