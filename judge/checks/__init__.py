@@ -17,3 +17,8 @@
 
 Imports `cases` and `judge._errors` only.
 """
+
+# A compiled core module that imports another loads it natively, its `__file__` made up from
+# the compiled group's place; `_dates` is imported only by compiled `_origins`, so it is
+# imported here first, from its own file (as the other core modules are by their importers).
+from judge.checks import _dates  # noqa: F401
