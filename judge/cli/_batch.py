@@ -153,16 +153,16 @@ def _said_later(message: str) -> None:
     """Where `cases_of` sends its warnings: grading reads the same cases and says them."""
 
 
-async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str | None) -> Any:
+async def prepare(port: Any, batching: Batching, cases: list[Case], output: str | None) -> Any:
     """Fill the verdict cache from batches (or an output file) with what the judge would
-    send (`judge`: its `for_batches()`, None for the embedded model); the `Prepared`
+    send (`port`: its `for_batches()`, None for the embedded model); the `Prepared`
     batches, or None when only the input file was written."""
     from judge.judging._batch import grade_batches, read_results, write_input
 
-    if judge is None:
+    if port is None:
         raise InputError("a batch needs an endpoint with a Batch API: give --base-url")
     if batching.file is not None:
-        written, cached = await write_input(judge, cases, batching.file)
+        written, cached = await write_input(port, cases, batching.file)
         click.echo(
             f"judge grade: wrote {written} requests to {batching.file} ({cached} answered "
             "from the cache); grade with their output file as --batch-results",
@@ -170,7 +170,7 @@ async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str
         )
         return None
     if batching.results is not None:
-        prepared, missing = await read_results(judge, cases, batching.results, batching.retry)
+        prepared, missing = await read_results(port, cases, batching.results, batching.retry)
         report_skipped("grade", prepared.problems)
         unreadable = len(prepared.state.unreadable)
         click.echo(
@@ -181,7 +181,7 @@ async def prepare(judge: Any, batching: Batching, cases: list[Case], output: str
         )
         return prepared
     prepared = await grade_batches(
-        judge, cases, f"{output}.batch.json", batching.options(), progress_printer("grade")
+        port, cases, f"{output}.batch.json", batching.options(), progress_printer("grade")
     )
     if prepared.submitted == 0 and prepared.state.batches:
         click.echo(f"judge grade: no new batch: resumed from {output}.batch.json", err=True)

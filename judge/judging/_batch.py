@@ -43,12 +43,12 @@ class Prepared:
     problems: list[str] = field(default_factory=list)
     """The output file's lines that could not be read (`file:line (case) at /ptr: why`)."""
 
-    def refuse_on(self, judge: Requests) -> None:
+    def refuse_on(self, port: Requests) -> None:
         """Tell the judge what it must not ask online: the requests given up (their reason
         is that case's `judge_error`), and with `retry="batch"` anything the batches did not
         answer."""
         offline = "no usable reply from the batches (--batch-retry batch asks nothing online)"
-        judge.refuse(
+        port.refuse(
             self.state.given_up(self.retry), offline=offline if self.retry == "batch" else None
         )
 
@@ -64,21 +64,21 @@ class Prepared:
 
 
 async def requests_of(
-    judge: Requests, cases: Iterable[Case]
+    port: Requests, cases: Iterable[Case]
 ) -> tuple[dict[str, Asked], dict[str, list[str]]]:
     """Every request grading `cases` would send (one per key: identical questions are asked
     once), and each case's keys."""
     asked: dict[str, Asked] = {}
     by_case: dict[str, list[str]] = {}
     for case in cases:
-        found = await judge.of(case)
+        found = await port.of(case)
         by_case[case.id] = [a.key for a in found]
         for item in found:
             asked.setdefault(item.key, item)
     return asked, by_case
 
 
-def acceptor(judge: Requests, asked: dict[str, Asked]) -> Accept:
+def acceptor(port: Requests, asked: dict[str, Asked]) -> Accept:
     """Takes a batch's reply to one of `asked` as the judge would take it online."""
 
     async def accept(key: str, body: dict[str, Any], origin: str) -> str | None:
@@ -87,48 +87,48 @@ def acceptor(judge: Requests, asked: dict[str, Asked]) -> Accept:
             ChatCompletion.model_validate(body)
         except ValidationError as exc:
             return f"not a chat completion: {str(exc).splitlines()[0]}"
-        return await judge.accept(item, reply_of(body, item.mode))
+        return await port.accept(item, reply_of(body, item.mode))
 
     return accept
 
 
 async def grade_batches(
-    judge: Requests,
+    port: Requests,
     cases: Iterable[Case],
     state_path: str | Path,
     options: BatchOptions,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> Prepared:
     """Submit what the cache cannot answer, wait for every batch, keep the replies."""
-    asked, by_case = await requests_of(judge, cases)
-    run = BatchRun(judge.endpoint, state_path, options, on_progress)
+    asked, by_case = await requests_of(port, cases)
+    run = BatchRun(port.endpoint, state_path, options, on_progress)
     cached = [k for k, a in asked.items() if a.cached]
     requests = {k: a.body for k, a in asked.items()}
-    state = await run.run(requests, acceptor(judge, asked), cached)
+    state = await run.run(requests, acceptor(port, asked), cached)
     return Prepared(by_case, state, options.retry, run.submitted)
 
 
-async def write_input(judge: Requests, cases: Iterable[Case], path: str | Path) -> tuple[int, int]:
+async def write_input(port: Requests, cases: Iterable[Case], path: str | Path) -> tuple[int, int]:
     """The batch input file of what grading would ask: (requests written, cached)."""
-    asked, _ = await requests_of(judge, cases)
+    asked, _ = await requests_of(port, cases)
     todo = {k: a.body for k, a in asked.items() if not a.cached}
     return write_batch_file(path, todo), len(asked) - len(todo)
 
 
 async def read_results(
-    judge: Requests, cases: Iterable[Case], path: str | Path, retry: Retry
+    port: Requests, cases: Iterable[Case], path: str | Path, retry: Retry
 ) -> tuple[Prepared, int]:
     """A batch output file from a runner elsewhere, kept in the cache: the batches as
     grading needs them (a request whose line cannot be read is given up, its case's
     `judge_error` saying where and why), and how many requests it left unanswered.
     `InputError` for a file that cannot be read, or where no line answers a request to ask."""
-    asked, by_case = await requests_of(judge, cases)
+    asked, by_case = await requests_of(port, cases)
     name = Path(path).name
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    found = await read_output(data, asked, acceptor(judge, asked), str(path), name)
+    found = await read_output(data, asked, acceptor(port, asked), str(path), name)
     todo = [k for k, a in asked.items() if not a.cached]
     if todo and not found.answering:
         raise InputError(_answers_nothing(path, found))
