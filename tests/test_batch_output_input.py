@@ -305,6 +305,13 @@ def test_fuzzed_batch_output_files_are_read_or_said_never_raised(tmp_path: Path,
             port = judged.for_batches()
             assert port is not None
             asked, _ = await requests_of(port, load_cases(EXAMPLES))
+            # the facade's own methods are the port's
+            first = load_cases(EXAMPLES)[0]
+            assert (
+                [a.key for a in await judged.requests(first)]
+                == [a.key for a in await port.of(first)]
+                != []
+            )
             accept = acceptor(port, asked)
             valid = b"".join(json.dumps(_line(k, answer(a.body).body)).encode() + b"\n"
                              for k, a in asked.items())  # fmt: skip
