@@ -37,23 +37,14 @@ def on_config(config: Any) -> Any:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Replace each schema marker with the rendered output of `judge schema NAME`; a page
     with markers must have one for every format `judge schema` offers."""
+    from judge.service._schema import SCHEMA_NAMES
+
     names = _MARKER.findall(markdown)
-    if names and set(names) != set(schema_names()):
+    if names and set(names) != set(SCHEMA_NAMES):
         raise ValueError(
-            f"{page.file.src_uri}: the formats are {schema_names()}, the page renders {names}"
+            f"{page.file.src_uri}: the formats are {list(SCHEMA_NAMES)}, the page renders {names}"
         )
     return _MARKER.sub(lambda m: render_schema(m.group(1), judge_schema(m.group(1))), markdown)
-
-
-def schema_names() -> list[str]:
-    """The formats `judge schema` takes (its argument's choices)."""
-    from judge.cli._main import main
-
-    command = main.get_command(click.Context(main, info_name="judge"), "schema")
-    assert command is not None
-    choice = command.params[0].type
-    assert isinstance(choice, click.Choice)
-    return [str(c) for c in choice.choices]
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:

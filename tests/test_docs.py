@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from judge.cli import main
+from judge.service._schema import SCHEMA_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -151,6 +152,6 @@ def test_cli_reference_names_every_command(site: Path) -> None:
 
 def test_formats_page_renders_every_schema(site: Path) -> None:
     html = (site / "reference" / "formats" / "index.html").read_text(encoding="utf-8")
-    for name in ("case", "result", "run", "calibration"):
+    for name in SCHEMA_NAMES:
         assert f"judge schema {name}" in html
         assert f'id="{name}-' in html, f"no definitions rendered for {name}"
