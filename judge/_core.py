@@ -38,6 +38,7 @@ MODULES = (
     "judge.checks._summary",
     "judge.checks._origins",
     "judge.checks._dates",
+    "judge.checks._numbers",
 )
 """What the build compiles: the hot path of `judge check`. Not msgspec or pydantic classes
 (compiled, msgspec's structs decode 3x slower), nor what users pickle, copy or subclass (a

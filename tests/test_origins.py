@@ -388,3 +388,22 @@ def test_a_date_only_planted_instructions_said_in_words_is_injection_evidence() 
     ]
     assert checked(data)["injection"] == []
     assert {o["path"]: o["origin"] for o in checked(data)["value_origins"]}["/day"] == "user"
+
+
+NUMBER_TEXTS = (
+    "Send 0.5. Then 12, then 1,000 and 1000.0; at 13:00 on 2024-05-01, x-5 or -5 and 5km.",
+    "Rate 3.14159 or 3.1; 42nd street, room 7b, v2, 2.50 EUR, 12,5 and 12,500.",
+    "Items: 5, 55, 555; -0.25 and 0.25.5 or 1.2.3; 07 and 7; 9-10 am; 1e5 and ½.",
+)
+
+
+@pytest.mark.parametrize("text", NUMBER_TEXTS)
+def test_a_number_is_said_where_the_text_states_it_as_a_number(text: str) -> None:
+    """`says_number`'s quick look at a number written alone agrees with its definition: a
+    number the text states (`numbers_in`), of the same value."""
+    from judge.checks._numbers import number_value, numbers_in, says_number
+
+    stated = {number_value(said) for _, _, said in numbers_in(text)}
+    for number in sorted(stated | {0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 12.5, 13.0, 2024.0}):
+        for value in {number, -number, int(number)} if number == int(number) else {number}:
+            assert says_number(text, value) is (float(value) in stated), (text, value)

@@ -24,6 +24,7 @@ from typing import Any
 
 from judge.cases._json import pointer
 from judge.checks._dates import date_spans, iso_date
+from judge.checks._numbers import number_value, numbers_in, numeric
 from judge.checks._origins import (
     Conversation,
     Graded,
@@ -32,9 +33,6 @@ from judge.checks._origins import (
     find,
     leaves,
     normalise,
-    number_value,
-    numbers_in,
-    numeric,
     sought,
     spaced,
     stems,

@@ -18,12 +18,11 @@ from typing import Any, Literal
 
 from judge.cases._json import dumps, maybe_json, pointer
 from judge.checks._dates import date_spans, iso_date
+from judge.checks._numbers import numeric, says_number
 
 Origin = Literal["user", "system", "tool_result", "assistant", "schema", "nowhere"]
 
 _SPACES = re.compile(r"\s+")
-NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
-"""A number as a person writes one (`numbers_in` keeps those that stand alone)."""
 _SCHEMA_KEYS = ("default", "const", "enum", "examples")
 _DEEPEST = 64  # a JSON tool result is walked this deep for the field a value is in
 
@@ -355,74 +354,6 @@ def _same(option: Any, value: str | int | float, normal: str | None) -> bool:
     if isinstance(option, (int, float)) and not isinstance(value, str):
         return float(option) == float(value)
     return False
-
-
-def numbers_in(text: str) -> list[tuple[int, int, str]]:
-    """The numbers `text` states, with their spans: not a part of a word (`a12`), a time
-    (`13:00`) or a date (`2024-05-01`). (A scan for digits, then a look at each side: a regular
-    expression that looks behind at every position costs ten times more.)"""
-    found = []
-    for match in NUMBER.finditer(text):
-        start, end = match.span()
-        if text.startswith("-", start) and start and _glued(text[start - 1]):
-            start += 1  # "x-5": the 5, not -5
-        if _alone(text, start, end):
-            found.append((start, end, text[start:end]))
-    return found
-
-
-def says_number(text: str, number: float) -> bool:
-    """`text` states `number` (as `numbers_in` reads numbers), found from where the digits
-    its written forms all begin with occur: `1000`, `1,000` and `1000.0` all hold "1"."""
-    digits = str(abs(int(number))) if abs(number) < 1e15 else ""
-    if digits not in text and (len(digits) < 4 or f"{abs(int(number)):,}" not in text):
-        return False  # every form writes its digits, or its digits in groups of three
-    head = digits[: len(digits) % 3 or 3]
-    at = text.find(head) if head else -1
-    while at != -1:
-        if not (at and text[at - 1].isdigit()):  # the start of a run of digits
-            signed = at and text[at - 1] == "-" and not (at > 1 and _glued(text[at - 2]))
-            start = at - 1 if signed else at
-            match = NUMBER.match(text, start)
-            if (
-                match is not None
-                and _alone(text, start, match.end())
-                and number_value(match.group()) == number
-            ):
-                return True
-        at = text.find(head, at + 1)
-    return False
-
-
-def _alone(text: str, start: int, end: int) -> bool:
-    """The number at `text[start:end]` stands alone: not a part of a word, a time or a date."""
-    before = text[start - 1] if start else " "
-    if (
-        _glued(before)
-        or before in ".,:"
-        or (before == "-" and start > 1 and text[start - 2].isdigit())
-    ):
-        return False
-    after = text[end : end + 2]
-    return not (
-        after[:1].isdigit() or (len(after) == 2 and after[0] in ":-" and after[1].isdigit())
-    )
-
-
-def _glued(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def number_value(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
-def numeric(text: str) -> float | None:
-    """A string value that is a number as a person writes one (`1,000`, `12.50`), as a float."""
-    stripped = text.strip()
-    if not (stripped[:1].isdigit() or stripped[:1] == "-") or NUMBER.fullmatch(stripped) is None:
-        return None
-    return number_value(stripped)
 
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, accented ones too
