@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn, Protocol
 
 import click
 from click.core import ParameterSource
@@ -24,6 +24,22 @@ EXIT_BELOW_THRESHOLD = 1
 EXIT_UNREADABLE = 2
 EXIT_GATE = 3
 EXIT_ENDPOINT = 4
+
+
+class Refusal(Protocol):
+    def __call__(self, message: str, code: int = EXIT_UNREADABLE) -> NoReturn: ...
+
+
+def refuser(command: str) -> Refusal:
+    """How `command` refuses: its name and the message on standard error, then exit `code`
+    (2, unreadable input, unless said otherwise)."""
+
+    def refuse(message: str, code: int = EXIT_UNREADABLE) -> NoReturn:
+        click.echo(f"{command}: {message}", err=True)
+        sys.exit(code)
+
+    return refuse
+
 
 summary_format_option = click.option(
     "--format",

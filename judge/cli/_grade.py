@@ -6,7 +6,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +28,7 @@ from judge.cli._common import (
     print_summary,
     progress_bar,
     ray_option,
+    refuser,
     report_skipped,
     require_files,
     same_file,
@@ -54,6 +55,8 @@ from judge.judging._resume import finished_results
 
 if TYPE_CHECKING:
     from judge.cli._import import TraceReader
+
+_refuse = refuser("judge grade")
 
 _grade_options = stack_options(
     click.option(
@@ -161,11 +164,6 @@ def grade_command(
         )
         click.echo("\n".join(lines), err=output is None)
     _fail_under(summary, fail_under, strict_input)
-
-
-def _refuse(message: str, code: int = EXIT_UNREADABLE) -> NoReturn:
-    click.echo(f"judge grade: {message}", err=True)
-    sys.exit(code)
 
 
 def _former_strict(strict_input: bool, calibration: str | None) -> bool:

@@ -12,16 +12,17 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from judge.cases._files import write_atomically
-from judge.cli._common import EXIT_UNREADABLE
+from judge.cli._common import refuser
+
+_refuse = refuser("judge init")
 
 _SYSTEM = (
     "You are the support agent of a small web shop. Use the tools to look up, refund and "
@@ -376,11 +377,6 @@ def _say_done(directory: str, files: list[StarterFile], source: str | None) -> N
         f"{cases} -o sample.jsonl, then judge review sample.jsonl (or judge label), "
         "then judge calibrate sample.jsonl"
     )
-
-
-def _refuse(message: str) -> NoReturn:
-    click.echo(f"judge init: {message}", err=True)
-    sys.exit(EXIT_UNREADABLE)
 
 
 COMMANDS = (init_command,)

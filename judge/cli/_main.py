@@ -13,7 +13,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import IO, Any, BinaryIO, NoReturn
+from typing import IO, Any, BinaryIO
 
 import click
 
@@ -23,13 +23,13 @@ from judge.cases._files import open_cases
 from judge.cases._parquet import as_json_lines, is_parquet, output_sink
 from judge.checks._summary import Summary
 from judge.cli._common import (
-    EXIT_UNREADABLE,
     empty_inputs,
     end_on_closed_pipe,
     line_count,
     parse_rate,
     progress_bar,
     ray_option,
+    refuser,
     report_skipped,
     require_files,
     same_file,
@@ -38,6 +38,8 @@ from judge.cli._common import (
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
 from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
+
+_refuse = refuser("judge check")
 
 # Command name -> the module that defines it (in its COMMANDS).
 _LAZY_COMMANDS = {
@@ -194,11 +196,6 @@ def check_command(
     report.finish(summary)
     counts = (summary.passed, summary.failed, summary.invalid_cases, summary.cases)
     gate("check", counts, fail_under, strict_input)
-
-
-def _refuse(message: str) -> NoReturn:
-    click.echo(f"judge check: {message}", err=True)
-    sys.exit(EXIT_UNREADABLE)
 
 
 def _check_on_ray(

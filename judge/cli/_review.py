@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._labels import user_name
 from judge.cli._common import (
-    EXIT_UNREADABLE,
     refuse_over_inputs,
+    refuser,
     stack_options,
     strict_interval_option,
 )
@@ -20,6 +19,8 @@ from judge.cli._judge_options import judge_options, make_judge
 if TYPE_CHECKING:
     from judge.calibrate._review import Review
     from judge.cases._case import Case
+
+_refuse = refuser("judge review")
 
 
 _review_options = stack_options(
@@ -132,11 +133,6 @@ def review_command(
 
         threading.Timer(1.0, webbrowser.open, [url]).start()
     uvicorn.run(app, host=host, port=port, log_level=log_level)
-
-
-def _refuse(message: str) -> NoReturn:
-    click.echo(f"judge review: {message}", err=True)
-    sys.exit(EXIT_UNREADABLE)
 
 
 def _refuse_unsafe(sample: str, host: str, token: str | None) -> None:

@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,7 @@ from judge.cli._batch import Batching, batch_options, cost_lines, progress_print
 from judge.cli._common import (
     EXIT_UNREADABLE,
     refuse_over_inputs,
+    refuser,
     require_files,
     stack_options,
 )
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from judge.endpoints._endpoint import Endpoint
     from judge.runs._records import Key
     from judge.runs._runner import OnRecord, Plan
+
+_refuse = refuser("judge run")
 
 
 _run_options = stack_options(
@@ -222,11 +225,6 @@ def _mcp_cases(server: McpServer, cases: list[Any]) -> list[Any]:
         return [server.offered_to(case) for case in cases]
     except (McpStartError, ValueError) as exc:
         _refuse(str(exc))
-
-
-def _refuse(message: str) -> NoReturn:
-    click.echo(f"judge run: {message}", err=True)
-    sys.exit(EXIT_UNREADABLE)
 
 
 def _refuse_max_steps(loop: AgentLoop | None) -> None:

@@ -8,16 +8,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
 from judge._errors import InputError, JudgeError
-from judge.cli._common import EXIT_UNREADABLE, progress_bar, same_file, stack_options
+from judge.cli._common import progress_bar, refuser, same_file, stack_options
 
 if TYPE_CHECKING:
     from judge.calibrate._probe_data import Source
     from judge.judging._linear_probe import Probe
+
+_refuse = refuser("judge local train")
 
 _WAYS = ("probe", "extras_only", "knn", "rubric")
 
@@ -86,11 +88,6 @@ def train_command(
         _write(report_path, (json.dumps(report, indent=2) + "\n").encode())
     _print(report, probe.manifest.kept)
     click.echo(f"probe -> {output} (sha256 {probe.sha256[:16]}..., {len(probe.heads)} heads)")
-
-
-def _refuse(message: str) -> NoReturn:
-    click.echo(f"judge local train: {message}", err=True)
-    sys.exit(EXIT_UNREADABLE)
 
 
 def _refuse_outputs(labelled: tuple[str, ...], output: str, report_path: str | None) -> None:
