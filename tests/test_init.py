@@ -177,6 +177,7 @@ def test_from_mcp_writes_the_servers_tools(tmp_path: Path) -> None:
     [
         pytest.param("/no/such/server", "could not be started", id="cannot-start"),
         pytest.param("", "--from-mcp '': an empty command", id="empty"),
+        pytest.param("'shop", '--from-mcp "\'shop": No closing quotation', id="unquoted"),
     ],
 )
 def test_an_mcp_server_that_gives_no_tools_writes_nothing(

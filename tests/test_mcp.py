@@ -219,6 +219,16 @@ def test_a_server_that_cannot_start_is_exit_2_with_what_it_said(tmp_path: Path) 
         assert "could not be started" in done.stderr and said in done.stderr
 
 
+@pytest.mark.parametrize(("command", "said"), [("", "''"), ("'shop", '"\'shop"')])
+def test_a_command_that_cannot_be_read_is_exit_2_naming_the_option(
+    tmp_path: Path, command: str, said: str
+) -> None:
+    cases = fault_cases(tmp_path / "cases.jsonl", "note")
+    done = CliRunner().invoke(main, ["check", str(cases), "--mcp", command])
+    assert done.exit_code == 2, done.output
+    assert f"--mcp {said}: " in done.stderr, done.stderr
+
+
 def test_no_server_outlives_a_killed_judge(tmp_path: Path) -> None:
     cases = fault_cases(tmp_path / "cases.jsonl", "hang", "hang", "hang")
     pids = tmp_path / "pids"

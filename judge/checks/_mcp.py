@@ -66,8 +66,15 @@ class McpServer:
 
     @classmethod
     def of(
-        cls, command: str | None, url: str | None, state_uri: str | None, timeout: float
+        cls,
+        command: str | None,
+        url: str | None,
+        state_uri: str | None,
+        timeout: float,
+        option: str = "--mcp",
     ) -> McpServer:
+        """The server a command line (split as a shell would) or a URL names; ValueError, naming
+        `option`, for neither or both, an empty or unreadable command, or no mcp SDK."""
         if (command is None) == (url is None):
             raise ValueError("give one MCP server: --mcp COMMAND or --mcp-url URL")
         try:
@@ -76,9 +83,12 @@ class McpServer:
             raise ValueError(
                 "an MCP server needs the mcp SDK: pip install 'tool-call-judge[mcp]'"
             ) from None
-        argv = tuple(shlex.split(command)) if command else ()
-        if command is not None and not argv:
-            raise ValueError("--mcp: an empty command")
+        try:
+            argv = tuple(shlex.split(command)) if command is not None else ()
+            if command is not None and not argv:
+                raise ValueError("an empty command")
+        except ValueError as exc:  # shlex's too: "No closing quotation"
+            raise ValueError(f"{option} {command!r}: {exc}") from None
         return cls(argv, url, state_uri, timeout)
 
     @property

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -300,12 +299,7 @@ def mcp_tools(command: str, timeout: float) -> list[dict[str, Any]]:
     be started or lists none)."""
     from judge.checks._mcp import McpServer, McpStartError
 
-    try:
-        if not shlex.split(command):
-            raise ValueError("an empty command")
-    except ValueError as exc:  # shlex's too: "No closing quotation"
-        raise ValueError(f"--from-mcp {command!r}: {exc}") from None
-    server = McpServer.of(command, None, None, timeout)
+    server = McpServer.of(command, None, None, timeout, option="--from-mcp")
     try:
         listed = server.listed_tools()
     except McpStartError as exc:
