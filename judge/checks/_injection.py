@@ -16,6 +16,7 @@ itself, as ungrounded values are.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -82,12 +83,19 @@ _HIDDEN = (
     r"|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px)?\b|opacity\s*:\s*0\b"
     r"|color\s*:\s*(?:white|#fff(?:fff)?)\b"
 )
-_INSTRUCTIONS = re.compile(
-    "|".join(f"(?:{p})" for p in (_OVERRIDE, _ADDRESS, _MARKERS, _HIDDEN)).replace(" ", r"\s+"),
-    re.IGNORECASE,
-)
-"""What reads as instructions to the assistant, on text in Unicode compatibility form (a
-space in the patterns is any run of white space)."""
+
+
+@functools.cache
+def _instructions() -> re.Pattern[str]:
+    """What reads as instructions to the assistant, on text in Unicode compatibility form (a
+    space in the patterns is any run of white space). Compiled when a tool result is first
+    read: it took 7 ms of every `judge check`'s start-up."""
+    return re.compile(
+        "|".join(f"(?:{p})" for p in (_OVERRIDE, _ADDRESS, _MARKERS, _HIDDEN)).replace(" ", r"\s+"),
+        re.IGNORECASE,
+    )
+
+
 _GENERIC_VERBS = frozenset((
     "get", "set", "list", "read", "searc", "find", "fetch", "show", "check", "query", "retri",
     "look", "looku", "view", "load", "open", "run", "do", "make", "call", "use", "all", "by",
@@ -133,7 +141,7 @@ def passages(text: str) -> list[tuple[int, int]]:
     `_TAIL` characters on): what the planted text says, not what sits beside it."""
     spans: list[list[int]] = []
     closed = False
-    for match in itertools.islice(_INSTRUCTIONS.finditer(text), _OCCURRENCES):
+    for match in itertools.islice(_instructions().finditer(text), _OCCURRENCES):
         end, closes = _closing_tag(text, match)
         if spans and match.start() <= spans[-1][1]:  # inside a span already (a tag's)
             continue
