@@ -407,3 +407,4 @@ def test_a_number_is_said_where_the_text_states_it_as_a_number(text: str) -> Non
     for number in sorted(stated | {0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 12.5, 13.0, 2024.0}):
         for value in {number, -number, int(number)} if number == int(number) else {number}:
             assert says_number(text, value) is (float(value) in stated), (text, value)
+    assert not says_number(text, float("inf")) and not says_number(text, float("nan"))

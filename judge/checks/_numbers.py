@@ -30,7 +30,7 @@ def says_number(text: str, number: float) -> bool:
     digits = str(abs(int(number))) if abs(number) < 1e15 else ""
     if digits not in text and (len(digits) < 4 or f"{abs(int(number)):,}" not in text):
         return False  # every form writes its digits, or its digits in groups of three
-    if number >= 0:  # the number as Python writes it, standing alone: the common case
+    if digits and number >= 0:  # the number as Python writes it, alone: the common case
         form = digits if number == int(number) else repr(number)
         if "e" not in form and _says_whole(text, form):
             return True
