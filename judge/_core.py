@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MODULES = (
     "judge.cases._json",
+    "judge.cases._lean",
     "judge.checks._values",
     "judge.checks._arguments",
     "judge.checks._structure",

@@ -2,7 +2,8 @@
 
 - `_form`: the format's vocabulary (labels, behaviours, matchers, match modes), model-free;
 - `_case`: the case model (messages, tools, response, expected calls, labels, match settings);
-- `_lean`: the common line form read straight into msgspec structs, for the check path;
+- `_lean`: the common line form read straight into msgspec structs (`_lean_form`), for the
+  check path;
 - `_calls`: every accepted response shape normalised to one `Response` of `ToolCall`s;
 - `_text_calls`: calls written as JSON text in a reply's content;
 - `_match`: the match settings a case or a run may carry (trajectory and argument modes);
@@ -14,3 +15,8 @@
 
 The bottom layer: imports only `judge._errors`.
 """
+
+# A compiled core module that imports another loads it natively, its `__file__` made up from
+# the compiled group's place; compiled `_lean` imports compiled `_json`, so `_json` is
+# imported here first, from its own file.
+from judge.cases import _json  # noqa: F401, E402

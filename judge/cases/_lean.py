@@ -9,95 +9,19 @@ same way; for any other line, valid or not, it returns None and the caller reads
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
-from msgspec import UNSET, Raw, Struct, UnsetType
+from msgspec import UNSET, Raw, UnsetType
 
 from judge.cases._form import MATCHER_KEYS, ExpectedBehavior
 from judge.cases._json import DecodeError, dumps, loads
+from judge.cases._lean_form import Called, Expected, LeanCall, LeanExpected, decoder
 from judge.cases._tools import ToolFormError, read_tool
 
+__all__ = ["Called", "Expected", "LeanCall", "LeanCase", "LeanExpected", "LeanTool", "read_lean"]
+
 _NULL = b"null"
-
-
-class Called(Protocol):
-    """A call as checking reads it: `ToolCall`, or `LeanCall`."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def arguments(self) -> str: ...
-
-
-class Expected(Protocol):
-    """An expected call as checking reads it: `ExpectedCall`, or `LeanExpected`."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def arguments(self) -> dict[str, Any]: ...
-
-
-class _CallFunction(Struct, forbid_unknown_fields=True):
-    name: str
-    arguments: str | None = None
-
-
-class LeanCall(Struct, forbid_unknown_fields=True):
-    """A call in the OpenAI chat form, `{"id", "type", "function": {"name", "arguments"}}`."""
-
-    function: _CallFunction
-    id: Any = None
-    type: Any = None
-
-    @property
-    def name(self) -> str:
-        return self.function.name
-
-    @property
-    def arguments(self) -> str:
-        return self.function.arguments or ""
-
-
-class _Message(Struct, forbid_unknown_fields=True):
-    """An OpenAI chat message; members `Case` does not read are decoded (so checked) all the
-    same, and an unknown one sends the line to `Case`."""
-
-    role: Any = UNSET
-    content: str | None | UnsetType = UNSET
-    tool_calls: list[LeanCall] | None | UnsetType = UNSET
-    refusal: Any = None
-    annotations: Any = None
-    audio: Any = None
-    function_call: Any = None
-    name: Any = None
-    reasoning_content: Any = None
-    # Members that make `Case` read the response in another way.
-    choices: Raw | UnsetType = UNSET
-    output: Raw | UnsetType = UNSET
-
-
-class LeanExpected(Struct, forbid_unknown_fields=True):
-    name: str
-    arguments: dict[str, Any] = {}
-    function: Raw | UnsetType = UNSET  # the OpenAI form: read by `Case` only
-
-
-class _Line(Struct, forbid_unknown_fields=True):
-    """A case line as decoded. Every member is decoded, never skipped (msgspec does not check
-    the text it skips: a number out of range, bytes that are not UTF-8), but `tools`, read once
-    per distinct text by `_read_tools`; an unknown member sends the line to `Case`."""
-
-    id: str
-    messages: list[dict[str, Any]] = []
-    tools: Raw | UnsetType = UNSET
-    response: _Message | None = None
-    expected_calls: list[LeanExpected] | None = None
-    expected_behavior: ExpectedBehavior | None = None
-    labels: dict[str, Any] | None = None
-    match: Raw | UnsetType = UNSET
-    meta: dict[str, Any] = {}
 
 
 class LeanTool:
@@ -150,13 +74,13 @@ class LeanCase:
         """The conversation before the response (where the calls' values come from)."""
 
 
-_decoder = msgspec.json.Decoder(_Line)
+_decoder = decoder  # (the bench times it on its own)
 
 
 def read_lean(raw: bytes) -> LeanCase | None:
     """The case of a JSON line in the common form, or None: read it as a `Case` instead."""
     try:
-        line = _decoder.decode(raw)
+        line = decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
     if line.match is not UNSET and bytes(line.match) != _NULL:

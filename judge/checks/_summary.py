@@ -410,13 +410,15 @@ class Tally:
         f1: float | None,
         needs_judge: bool,
     ) -> None:
-        if kinds:  # (`Counter.update` is Python code: most results have no failure)
-            self.kinds.update(kinds)
+        counted = self.kinds  # (`Counter.update` and `__missing__` are Python code: `get`)
+        for kind in kinds:
+            counted[kind] = counted.get(kind, 0) + 1
         if f1 is not None:
             self.f1_total += f1
             self.f1_cases += 1
         invalid = passed is None and _INVALID_CASE in kinds  # unread: nothing else decided
-        self.outcomes[(*checks, passed, invalid, needs_judge)] += 1
+        outcome = (*checks, passed, invalid, needs_judge)
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
 
 _INVALID_CASE = FailureKind.INVALID_CASE.value
