@@ -189,7 +189,7 @@ def stage_seconds(cases: Path) -> dict[str, float]:
     comparing with the expected calls (the rest of the check), writing the result line and
     counting it. A line in another form is read as a `Case` (timed as build, its check as
     compare)."""
-    from judge.cases import _lean
+    from judge.cases import _lean, _lean_form
     from judge.cases._json import dumps, loads
     from judge.cases._loading import parse_case
     from judge.checks import _check, _plain
@@ -204,7 +204,7 @@ def stage_seconds(cases: Path) -> dict[str, float]:
     with cases.open("rb") as lines, open(os.devnull, "wb") as sink:
         for number, line in enumerate(lines, start=1):
             t0 = clock()
-            _lean._decoder.decode(line)
+            _lean_form.decoder.decode(line)
             t1 = clock()
             lean = _lean.read_lean(line)  # decodes again: its own share is the rest
             t2 = clock()

@@ -16,6 +16,7 @@ Standard library only: the build hook loads this file by path, before anything i
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import sys
@@ -30,18 +31,19 @@ if TYPE_CHECKING:
 
 MODULES = (
     "judge.cases._json",
+    "judge.checks._dates",
+    "judge.checks._numbers",
     "judge.cases._lean",
     "judge.checks._values",
     "judge.checks._arguments",
     "judge.checks._structure",
     "judge.checks._no_reference",
+    "judge.checks._origins",
     "judge.checks._plain",
     "judge.checks._summary",
-    "judge.checks._origins",
-    "judge.checks._dates",
-    "judge.checks._numbers",
 )
-"""What the build compiles: the hot path of `judge check`. Not msgspec or pydantic classes
+"""What the build compiles: the hot path of `judge check`, each module after those it imports
+(`_Compiled` loads them in this order). Not msgspec or pydantic classes
 (compiled, msgspec's structs decode 3x slower), nor what users pickle, copy or subclass (a
 compiled frozen dataclass can do none of it: `ArgumentRule` is in `checks/_rules.py`), nor
 what the published schemas read docstrings from (`FailureKind`: mypyc drops them)."""
@@ -136,6 +138,14 @@ class _Compiled:
         found = self.files.get(fullname)
         if found is None:
             return None
+        # A compiled module loads the compiled siblings it imports natively, their `__file__`
+        # made up from the group's place: those it may import (the modules before it) are
+        # imported first, each through this finder, from its own file (the shared library,
+        # not one of them, has none before it).
+        place = MODULES.index(fullname) if fullname in MODULES else 0
+        for earlier in MODULES[:place]:
+            if earlier not in sys.modules:
+                importlib.import_module(earlier)
         from importlib.machinery import ExtensionFileLoader
         from importlib.util import spec_from_file_location
 

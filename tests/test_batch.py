@@ -482,3 +482,16 @@ def test_a_result_written_before_keeps_its_batch_ids() -> None:
     assert read.provenance is not None and "batch" not in read.provenance.model_dump()
     again = JudgeOutcome.model_validate_json(read.model_dump_json())
     assert again == read
+
+
+def test_a_batch_without_an_endpoint_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    output = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "judge", "grade", str(EXAMPLES), "-o", str(output), "--batch"],
+        env=clean_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "a batch needs an endpoint with a Batch API: give --base-url" in done.stderr
+    assert not output.exists() and not (tmp_path / "out.jsonl.batch.json").exists()

@@ -3,6 +3,7 @@ both give the same results, and the build hook that makes it (wheels, pure build
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -52,6 +53,16 @@ def test_the_core_runs_compiled_exactly_where_the_build_compiled_it() -> None:
     else:
         assert files == [str(_core.source_of(m)) for m in _core.MODULES]
     assert not REQUIRED or state == "compiled", _core.describe()
+
+
+def test_each_core_module_comes_after_the_core_modules_it_imports() -> None:
+    """The compiled finder loads the modules before one first (a compiled module would load
+    them natively, with a made-up `__file__`): so each must come after those it imports."""
+    for place, module in enumerate(_core.MODULES):
+        tree = ast.parse(_core.source_of(module).read_text(encoding="utf-8"))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        later = imported & set(_core.MODULES[place:])
+        assert not later, f"{module} imports {sorted(later)}, listed after it in MODULES"
 
 
 def test_judge_core_source_reads_every_module_from_its_source() -> None:

@@ -15,8 +15,3 @@
 
 The bottom layer: imports only `judge._errors`.
 """
-
-# A compiled core module that imports another loads it natively, its `__file__` made up from
-# the compiled group's place; compiled `_lean` imports compiled `_json`, so `_json` is
-# imported here first, from its own file.
-from judge.cases import _json  # noqa: F401, E402

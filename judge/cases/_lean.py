@@ -16,10 +16,8 @@ from msgspec import UNSET, Raw, UnsetType
 
 from judge.cases._form import MATCHER_KEYS, ExpectedBehavior
 from judge.cases._json import DecodeError, dumps, loads
-from judge.cases._lean_form import Called, Expected, LeanCall, LeanExpected, decoder
+from judge.cases._lean_form import LeanCall, LeanExpected, decoder
 from judge.cases._tools import ToolFormError, read_tool
-
-__all__ = ["Called", "Expected", "LeanCall", "LeanCase", "LeanExpected", "LeanTool", "read_lean"]
 
 _NULL = b"null"
 
@@ -72,9 +70,6 @@ class LeanCase:
         """The response's text: "" when it has none, None when there is no response."""
         self.messages = messages or []
         """The conversation before the response (where the calls' values come from)."""
-
-
-_decoder = decoder  # (the bench times it on its own)
 
 
 def read_lean(raw: bytes) -> LeanCase | None:

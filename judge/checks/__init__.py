@@ -17,10 +17,3 @@
 
 Imports `cases` and `judge._errors` only.
 """
-
-# A compiled core module that imports another loads it natively, its `__file__` made up from
-# the compiled group's place; `_dates` and `_numbers` are imported by compiled `_origins`
-# first, and `judge.cases._lean` by compiled `_plain`, so they are imported here first, from
-# their own files (as the other core modules are by their importers).
-from judge.cases import _lean  # noqa: F401
-from judge.checks import _dates, _numbers  # noqa: F401

@@ -7,7 +7,7 @@ from typing import Any
 
 from judge.cases._form import ArgsCompare, ArgsMode
 from judge.cases._json import dumps, pointer
-from judge.cases._lean import Expected
+from judge.cases._lean_form import Expected
 from judge.checks._kinds import FailureKind
 from judge.checks._rules import ArgumentRule, Rules
 from judge.checks._values import json_equal, rule_for

@@ -9,7 +9,7 @@ from typing import Any
 from judge._errors import CaseError
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case, ExpectedCall
-from judge.cases._lean import Called
+from judge.cases._lean_form import Called
 from judge.cases._loading import fallback_id, iter_cases, read_line
 from judge.cases._match import Match
 from judge.checks._arguments import Problem, show

@@ -70,8 +70,6 @@ def date_spans(
 
 def _around(text: str, start: int, end: int, year: int, day: int) -> tuple[int, int] | None:
     """The span of the day and the year said near the month name at `text[start:end]`."""
-    if str(year) not in text[max(0, start - _YEAR_REACH) : end + _YEAR_REACH + 4]:
-        return None  # (the year's digits are not even near: no need to read the words)
     days = _near(_DAY, text, start - _DAY_REACH, end + _DAY_REACH, day)
     years = _near(_YEAR, text, start - _YEAR_REACH, end + _YEAR_REACH, year)
     if not days or not years:

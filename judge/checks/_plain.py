@@ -15,7 +15,8 @@ from operator import getitem
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
-from judge.cases._lean import Called, Expected, LeanCase, LeanTool
+from judge.cases._lean import LeanCase, LeanTool
+from judge.cases._lean_form import Called, Expected
 from judge.checks._arguments import Fault, Problem, describe, faults
 from judge.checks._injection import injection_evidence
 from judge.checks._kinds import FailureKind

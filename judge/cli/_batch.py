@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from judge._errors import InputError
 from judge.cases._case import Case
 from judge.cases._loading import iter_cases
 from judge.cli._common import report_skipped, stack_options
 
 if TYPE_CHECKING:
     from judge.endpoints._batch import BatchOptions, Progress, Retry
+    from judge.judging._batch import Prepared
+    from judge.judging._requests import Requests
 
 batch_options = stack_options(
     click.option(
@@ -153,14 +154,14 @@ def _said_later(message: str) -> None:
     """Where `cases_of` sends its warnings: grading reads the same cases and says them."""
 
 
-async def prepare(port: Any, batching: Batching, cases: list[Case], output: str | None) -> Any:
+async def prepare(
+    port: Requests, batching: Batching, cases: list[Case], output: str | None
+) -> Prepared | None:
     """Fill the verdict cache from batches (or an output file) with what the judge would
-    send (`port`: its `for_batches()`, None for the embedded model); the `Prepared`
-    batches, or None when only the input file was written."""
+    send (`port`: its `for_batches()`); the `Prepared` batches, or None when only the input
+    file was written."""
     from judge.judging._batch import grade_batches, read_results, write_input
 
-    if port is None:
-        raise InputError("a batch needs an endpoint with a Batch API: give --base-url")
     if batching.file is not None:
         written, cached = await write_input(port, cases, batching.file)
         click.echo(

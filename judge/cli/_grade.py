@@ -372,6 +372,8 @@ async def _grade(
         found = None
         if batching is not None:
             port = judge.for_batches()
+            if port is None:  # the embedded model
+                raise InputError("a batch needs an endpoint with a Batch API: give --base-url")
             found = await prepare(port, batching, cases_of(cases, skip, report.strict), output)
             if found is None:
                 return
