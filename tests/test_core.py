@@ -60,7 +60,7 @@ def test_each_core_module_comes_after_the_core_modules_it_imports() -> None:
     them natively, with a made-up `__file__`): so each must come after those it imports."""
     for place, module in enumerate(_core.MODULES):
         tree = ast.parse(_core.source_of(module).read_text(encoding="utf-8"))
-        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         later = imported & set(_core.MODULES[place:])
         assert not later, f"{module} imports {sorted(later)}, listed after it in MODULES"
 
