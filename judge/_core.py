@@ -41,6 +41,7 @@ MODULES = (
     "judge.checks._origins",
     "judge.checks._plain",
     "judge.checks._summary",
+    "judge.checks._chunk",
 )
 """What the build compiles: the hot path of `judge check`, each module after those it imports
 (`_Compiled` loads them in this order). Not msgspec or pydantic classes

@@ -408,3 +408,25 @@ def test_a_number_is_said_where_the_text_states_it_as_a_number(text: str) -> Non
         for value in {number, -number, int(number)} if number == int(number) else {number}:
             assert says_number(text, value) is (float(value) in stated), (text, value)
     assert not says_number(text, float("inf")) and not says_number(text, float("nan"))
+
+
+DATE_TEXTS = (
+    "Book it for May 1st 2024, or May 01 2024; not May 1.5 2024, May 10 2024 or May 1 12024.",
+    "from the 1ST to the 5th of May, 2024 (not 2024-05-01 at 13:00, nor 11/05/2024)",
+    "May 2024: the 1st; 1 May 2024.5; May 001 2024, May 1/2024; 01 may 02024 or may 1 2024",
+)
+
+
+@pytest.mark.parametrize("text", DATE_TEXTS)
+def test_a_date_is_read_the_same_whatever_the_script_around_it(text: str) -> None:
+    """The day and the year, found as written where the text is ASCII, are those found by
+    reading every run of digits, the way digits of any script are read."""
+    from judge.checks._dates import date_spans
+
+    found = 0
+    for date in ((2024, 5, 1), (2024, 5, 5), (2024, 5, 10), (2024, 1, 1)):
+        spans = date_spans(text, date)
+        assert date_spans(text.replace(" ", "\u00a0"), date) == spans, date  # (not ASCII)
+        found += len(spans)
+    assert found >= 2
+    assert date_spans("on \u0661 May 2024", (2024, 5, 1)) == [(3, 13)]  # an Arabic-Indic 1

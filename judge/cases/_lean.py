@@ -116,8 +116,11 @@ def read_lean(raw: bytes) -> LeanCase | None:
     )
 
 
-_tool_sets: dict[bytes, dict[str, LeanTool] | None] = {}
+_tool_sets: dict[tuple[int, bytes], tuple[bytes, dict[str, LeanTool] | None]] = {}
+"""Each `tools` text read, with what it reads as, by its length and its end: hashing a long
+text whole costs more than the rest of finding it (a text is then compared whole)."""
 _TOOL_SETS_KEPT = 1024
+_KEY_END = 128
 _last: tuple[bytes, dict[str, LeanTool] | None] = (b"", None)
 _LABELS = (None, "correct", "incorrect")
 _LABEL_KEYS = frozenset(("selection", "arguments", "answer"))
@@ -133,12 +136,15 @@ def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
     text = bytes(raw)
     if text == _last[0]:  # the common run: the line before offered the same tools
         return _last[1]
-    if text in _tool_sets:
-        found = _tool_sets[text]
+    key = (len(text), text[-_KEY_END:])
+    kept = _tool_sets.get(key)
+    if kept is not None and kept[0] == text:
+        found = kept[1]
     else:
         if len(_tool_sets) >= _TOOL_SETS_KEPT:
             _tool_sets.clear()
-        found = _tool_sets[text] = _tools_in(text)
+        found = _tools_in(text)
+        _tool_sets[key] = (text, found)
     _last = (text, found)
     return found
 

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from judge._errors import CaseError
+from judge.cases._json import dumps_line
 from judge.cases._lean import read_lean
 from judge.checks._plain import check_plain
+from judge.checks._summary import Tally
 
 if TYPE_CHECKING:
     from judge.cases._case import Case
@@ -36,6 +38,26 @@ def check_lines(
     for number, raw in lines:
         lean = read_lean(raw) if plain and raw is not None else None
         yield number, (check_plain(lean, schemas) if lean is not None else whole(number, raw))
+
+
+def grade_lines(
+    lines: Iterable[tuple[int, bytes]],
+    schemas: SchemaCache,
+    whole: Callable[[int, bytes], dict[str, Any]],
+    plain: bool,
+    tally: Tally,
+    numbers: list[int],
+    ids: list[str],
+) -> bytes:
+    """`judge check`'s loop: each line's result counted in `tally`, its line number and case
+    id noted, and the results as JSON lines, in order."""
+    out: list[bytes] = []
+    for number, data in check_lines(lines, schemas, whole, plain=plain):
+        tally.add(data)
+        numbers.append(number)
+        ids.append(data["id"])
+        out.append(dumps_line(data))
+    return b"".join(out)
 
 
 def check_item(

@@ -16,11 +16,14 @@ _MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
 )  # fmt: skip
-_DAY = re.compile(r"(?<![\d.,:/-])(\d{1,2})(?:st|nd|rd|th)?(?![\d:/-])(?!\.\d)", re.IGNORECASE)
-_YEAR = re.compile(r"(?<![\d.,:/-])(\d{4})(?![\d:/-])")
+_DIGITS = re.compile(r"\d\d*")  # (a first digit alone: the engine looks for it quickly)
 _NUMERIC = re.compile(r"(?<![\d./-])(\d{1,2})([/.])(\d{1,2})\2(\d{4})(?![\d./-])")
 _DAY_REACH, _YEAR_REACH = 30, 40
 """Characters between a month's name and its day, and its year."""
+_READ_PAST = 8
+"""Characters read past the last place a day or a year may start: enough to see all of one
+(and what follows it), so none is cut short, and the scan stops near the month's name."""
+_SUFFIXES = ("st", "nd", "rd", "th")
 
 
 def iso_date(value: str) -> tuple[int, int, int] | None:
@@ -70,8 +73,8 @@ def date_spans(
 
 def _around(text: str, start: int, end: int, year: int, day: int) -> tuple[int, int] | None:
     """The span of the day and the year said near the month name at `text[start:end]`."""
-    days = _near(_DAY, text, start - _DAY_REACH, end + _DAY_REACH, day)
-    years = _near(_YEAR, text, start - _YEAR_REACH, end + _YEAR_REACH, year)
+    days = _near(text, start - _DAY_REACH, end + _DAY_REACH, day, 2)
+    years = _near(text, start - _YEAR_REACH, end + _YEAR_REACH, year, 4)
     if not days or not years:
         return None
     nearest = min(days, key=lambda s: abs(s[0] - start))
@@ -79,15 +82,52 @@ def _around(text: str, start: int, end: int, year: int, day: int) -> tuple[int, 
     return min(nearest[0], start, year_at[0]), max(nearest[1], end, year_at[1])
 
 
-def _near(
-    pattern: re.Pattern[str], text: str, low: int, high: int, said: int
-) -> list[tuple[int, int]]:
-    """The spans of `pattern`'s matches that start within `text[low:high]` and say `said`
-    (the text is read past `high`: a number is never cut short)."""
+def _near(text: str, low: int, high: int, said: int, size: int) -> list[tuple[int, int]]:
+    """The spans of the numbers that start within `text[low:high]` and say `said`: a day (`size`
+    2: one or two digits, "st", "nd", "rd" or "th" after it or not) or a year (`size` 4: four
+    digits), alone (not a part of a longer number, a decimal, a time or a date in numbers)."""
     found = []
-    for match in pattern.finditer(text, max(0, low)):
-        if match.start() > high:
-            break
-        if int(match.group(1)) == said:
-            found.append(match.span())
+    for start, end in _written(text, max(0, low), high, said, size):
+        if start and (text[start - 1] in ".,:/-" or text[start - 1].isdecimal()):
+            continue  # a part of a longer number (a run found from `low` may begin in one)
+        day = size == 2  # (a day's number has no decimals; a year's may be followed by ".5")
+        suffix = text[end : end + 2]  # (in any case: "ST", "ſt")
+        ordinal = day and len(suffix) == 2 and suffix.casefold() in _SUFFIXES
+        if ordinal and _ends(text, end + 2, day):
+            found.append((start, end + 2))
+        elif _ends(text, end, day):
+            found.append((start, end))
     return found
+
+
+def _written(text: str, low: int, high: int, said: int, size: int) -> list[tuple[int, int]]:
+    """Where digits that say `said` (at most `size` of them; a year's all 4) start within
+    `text[low:high]`, in order; what is around them is `_near`'s to read."""
+    if text[low : high + _READ_PAST].isascii():  # (its digits found as written: no scan)
+        forms = [f"{said:04d}"] if size == 4 else [str(said)] + ([f"0{said}"] if said < 10 else [])
+        spans = []
+        for form in forms:
+            at = text.find(form, low, high + len(form))
+            while at != -1:
+                spans.append((at, at + len(form)))
+                at = text.find(form, at + 1, high + len(form))
+        return sorted(spans)
+    spans = []
+    for run in _DIGITS.finditer(text, low, high + _READ_PAST):  # digits of any script
+        start, end = run.span()
+        if start > high:
+            break
+        if (end - start == 4 if size == 4 else end - start <= 2) and int(run.group()) == said:
+            spans.append((start, end))
+    return spans
+
+
+def _ends(text: str, at: int, decimals: bool) -> bool:
+    """A number may end before `text[at]`: no digit or time or date goes on (and, with
+    `decimals`, no decimal part)."""
+    after = text[at : at + 2]
+    if not after:
+        return True
+    if after[0].isdecimal() or after[0] in ":/-":
+        return False
+    return not (decimals and after[0] == "." and len(after) == 2 and after[1].isdecimal())

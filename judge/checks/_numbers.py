@@ -28,7 +28,7 @@ def says_number(text: str, number: float) -> bool:
     """`text` states `number` (as `numbers_in` reads numbers), found from where the digits
     its written forms all begin with occur: `1000`, `1,000` and `1000.0` all hold "1"."""
     digits = str(abs(int(number))) if abs(number) < 1e15 else ""
-    if digits not in text and (len(digits) < 4 or f"{abs(int(number)):,}" not in text):
+    if digits not in text and not _grouped(text, number, digits):
         return False  # every form writes its digits, or its digits in groups of three
     if digits and number >= 0:  # the number as Python writes it, alone: the common case
         form = digits if number == int(number) else repr(number)
@@ -49,6 +49,12 @@ def says_number(text: str, number: float) -> bool:
                 return True
         at = text.find(head, at + 1)
     return False
+
+
+def _grouped(text: str, number: float, digits: str) -> bool:
+    """`text` holds the number's digits in groups of three (`1,000`): its last group with the
+    comma is looked for first (`format` costs more)."""
+    return len(digits) > 3 and "," + digits[-3:] in text and f"{abs(int(number)):,}" in text
 
 
 def _says_whole(text: str, digits: str) -> bool:

@@ -31,7 +31,14 @@ def leaves(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
     """The string (not blank) and number (not boolean) leaves of parsed arguments, with their
     paths, in order: what a conversation can have said."""
     found: list[tuple[tuple[Any, ...], Any]] = []
-    _leaves(value, (), found)
+    if isinstance(value, dict):  # (the common case, an object of arguments, read here)
+        for key, item in value.items():
+            if isinstance(item, (dict, list)):
+                _leaves(item, (key,), found)
+            elif _said(item):
+                found.append(((key,), item))
+    else:
+        _leaves(value, (), found)
     return found
 
 
@@ -46,9 +53,9 @@ def _leaves(value: Any, path: tuple[Any, ...], found: list[tuple[tuple[Any, ...]
         return
     for key, item in pairs:
         if isinstance(item, (dict, list)):  # (a tuple: mypyc tests it inline)
-            _leaves(item, (*path, key), found)
+            _leaves(item, path + (key,), found)
         elif _said(item):
-            found.append(((*path, key), item))
+            found.append((path + (key,), item))
 
 
 def _said(value: Any) -> bool:
@@ -123,8 +130,10 @@ class Text:
             raw = self.raw
             if value in raw:  # type: ignore[operator]
                 return True
-            if raw.isascii() and " " not in normal:  # no Unicode form or run of spaces to mind
+            if raw.isascii():  # no Unicode form to mind, only runs of spaces
                 if normal in self.lower:
+                    return True
+                if " " in normal and _words_in(normal, self.lower) and normal in self.normal:
                     return True
             elif normal in self.normal:
                 return True
@@ -154,6 +163,12 @@ class Text:
                 else []
             )
         return self._fields
+
+
+def _words_in(normal: str, lower: str) -> bool:
+    """Each word of `normal` is in `lower`: what it takes to be in the normalised text (read
+    only then: normalising a long text costs)."""
+    return all(word in lower for word in normal.split(" "))
 
 
 def leaves_deep(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
@@ -329,8 +344,10 @@ def schema_source(
             node = properties.get(part) if isinstance(properties, dict) else None
         else:
             node = node.get("items")
-    if not isinstance(node, dict):
-        return None
+    if not isinstance(node, dict) or not (
+        "enum" in node or "default" in node or "const" in node or "examples" in node
+    ):
+        return None  # (the common case, told at once)
     for key in _SCHEMA_KEYS:
         given = node.get(key)
         if given is None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import difflib
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import permutations
 from math import perm
-from operator import getitem
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 
 _EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
 _UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
-_at: Callable[[list[int], int], int] = getitem
 _KIND_NAMES = {kind: kind.value for kind in FailureKind}
 
 
@@ -69,17 +67,16 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
     no match settings, rules or environment, built without the result models: the hot path
     of `judge check`."""
     calls = case.tool_calls
-    parsed, problems, schema_valid = structure(calls, case.tools, schemas)
+    # (the fields themselves: `LeanCall`'s `name` and `arguments` are Python code, read once)
+    names = [call.function.name for call in calls]
+    texts = [call.function.arguments or "" for call in calls]
+    parsed, problems, schema_valid = read_calls(names, texts, case.tools, schemas)
     expected = case.expected_calls
     behavior = case.expected_behavior
     if expected is None and behavior in NO_CALL_BEHAVIORS:
         expected = []  # no call is the one thing code can check of such a case
     selection = argument_values = passed = scores = None
-    if (
-        expected is not None
-        and len(calls) == 1 == len(expected)
-        and calls[0].name == expected[0].name
-    ):
+    if expected is not None and len(calls) == 1 == len(expected) and names[0] == expected[0].name:
         # `compare` and `verdicts` with the default settings, for the common case cut short
         said = [
             (0, describe(fault)) for fault in faults(parsed[0], expected[0], "superset", None) or ()
@@ -90,11 +87,11 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         scores = call_scores(int(not said and parsed[0] is not None), 1, 1)
     elif expected is not None and not expected:
         # no call expected: what `compare` and `verdicts` say, cut short
-        problems.extend(unexpected_call(i, call.name, False) for i, call in enumerate(calls))
+        problems.extend(unexpected_call(i, name, False) for i, name in enumerate(names))
         selection = passed = not calls
     elif expected is not None:
         how = DEFAULT
-        compared = compare([call.name for call in calls], parsed, expected, how, None)
+        compared = compare(names, parsed, expected, how, None)
         problems.extend(compared.problems)
         selection, argument_values, passed = verdicts(compared, bool(expected), how, schema_valid)
         scores = call_scores(*compared.scored)
@@ -127,7 +124,7 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
     ]
     if calls:
         before = len(case.messages)
-        graded = [(c.name, arguments, before) for c, arguments in zip(calls, parsed, strict=True)]
+        graded = [(names[i], parsed[i], before) for i in range(len(names))]
         tools = case.tools
         conversation = Conversation(case.messages)
         data["value_origins"] = value_origins(
@@ -186,16 +183,26 @@ def structure(
 ) -> tuple[list[dict[str, Any] | None], list[tuple[int | None, Problem]], bool | None]:
     """Parse every call's arguments and validate them against its tool's schema (`tools` by
     name)."""
+    names = [call.name for call in calls]
+    return read_calls(names, [call.arguments for call in calls], tools, schemas)
+
+
+def read_calls(
+    names: list[str],
+    texts: list[str],
+    tools: Mapping[str, Tool | LeanTool],
+    schemas: SchemaCache,
+) -> tuple[list[dict[str, Any] | None], list[tuple[int | None, Problem]], bool | None]:
+    """`structure` of the calls given as their names and their arguments' texts."""
     problems: list[tuple[int | None, Problem]] = []
     parsed: list[dict[str, Any] | None] = []
     all_valid = True
-    for index, call in enumerate(calls):
-        arguments, why = parse_arguments(call.arguments)
+    for index, name in enumerate(names):
+        arguments, why = parse_arguments(texts[index])
         parsed.append(arguments)
         valid = arguments is not None
         if arguments is None:
             problems.append((index, (FailureKind.INVALID_JSON, "", why)))
-        name = call.name
         tool = tools.get(name)
         if tool is None:
             valid = False
@@ -208,7 +215,7 @@ def structure(
                 problems.append((index, (FailureKind.SCHEMA_MISMATCH, path, message)))
             valid = valid and unusable is None and not errors
         all_valid = all_valid and valid
-    return parsed, problems, (all_valid if calls else None)
+    return parsed, problems, (all_valid if names else None)
 
 
 @dataclass(slots=True)
@@ -384,17 +391,25 @@ def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
         # Trying every pairing of a few calls is exact and spares scipy's start-up (~0.3 s).
         # The first least-cost pairing in the order of `permutations` wins a tie.
         if rows <= cols:
-            options = _orders(cols, rows)
-            totals = [sum(map(_at, cost, p)) for p in options]
-            return list(enumerate(options[totals.index(min(totals))]))
+            return list(enumerate(_cheapest(cost, _orders(cols, rows))))
         by_col = [list(col) for col in zip(*cost, strict=True)]
-        options = _orders(rows, cols)
-        totals = [sum(map(_at, by_col, p)) for p in options]
-        return [(row, col) for col, row in enumerate(options[totals.index(min(totals))])]
+        return [(row, col) for col, row in enumerate(_cheapest(by_col, _orders(rows, cols)))]
     from scipy.optimize import linear_sum_assignment
 
     picked_rows, picked_cols = linear_sum_assignment(cost)
     return [(int(r), int(c)) for r, c in zip(picked_rows, picked_cols, strict=True)]
+
+
+def _cheapest(cost: list[list[int]], options: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """The first of `options` (a column for each row) of least total cost."""
+    best, least = options[0], -1
+    for option in options:
+        total = 0
+        for row, col in enumerate(option):
+            total += cost[row][col]
+        if least < 0 or total < least:
+            best, least = option, total
+    return best
 
 
 @cache

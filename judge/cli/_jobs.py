@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from judge._errors import JudgeError
 from judge.cases._files import open_cases
-from judge.cases._json import dumps_line
 from judge.cases._parquet import is_parquet
-from judge.checks._chunk import check_item, check_lines
+from judge.checks._chunk import check_item, grade_lines
 from judge.checks._structure import SchemaCache
 from judge.checks._summary import Summary, Tally
 
@@ -76,21 +75,14 @@ def check_chunk(
     """Grade numbered non-blank lines of `source`: what a process does with a chunk. With
     `strict`, a case holding a key the format does not know is an `InvalidCase`."""
     done = Checked(output=b"", summary=Summary(), lines=len(lines))
-    out: list[bytes] = []
-    numbers, ids = done.numbers, done.ids
     plain = settings is None and factory is None  # the response alone, by default
     tally = Tally()
 
     def whole(number: int, raw: bytes) -> dict[str, Any]:
         return _check_whole(source, number, raw, settings, factory, schemas, done, strict)
 
-    for number, data in check_lines(lines, schemas, whole, plain=plain):
-        tally.add(data)
-        numbers.append(number)
-        ids.append(data["id"])
-        out.append(dumps_line(data))
+    done.output = grade_lines(lines, schemas, whole, plain, tally, done.numbers, done.ids)
     done.summary.add_tally(tally)
-    done.output = b"".join(out)
     return done
 
 
