@@ -265,3 +265,16 @@ def test_a_tally_counts_as_adding_each_result() -> None:
     assert tallied.invalid_cases == 1
     counted = {kind: n for kind, n in facts["failure_kinds"].items() if n}
     assert counted == {"WrongValue": 1, "InvalidCase": 1}
+
+
+def test_the_reader_unpacks_the_members_in_the_structs_order() -> None:
+    """`read_lean` reads each struct's members at once, by place: the order it unpacks them in."""
+    from judge.cases._lean_form import _Line, _Message
+
+    assert _Line.__struct_fields__ == (
+        "id", "messages", "tools", "response", "expected_calls", "expected_behavior", "labels",
+        "match", "meta",
+    )  # fmt: skip
+    fields = _Message.__struct_fields__
+    assert fields[:4] == ("role", "content", "tool_calls", "refusal")
+    assert fields[-2:] == ("choices", "output")

@@ -219,3 +219,26 @@ def test_small_assignments_are_as_optimal_as_scipy() -> None:
         assert sum(cost[r][c] for r, c in pairs) == sum(
             cost[r][c] for r, c in zip(best_rows, best_cols, strict=True)
         )
+
+
+def test_a_tie_goes_to_the_first_least_cost_pairing() -> None:
+    """Of equal-cost pairings, `_assign` keeps the first in the order of `permutations` (the
+    results' stable pairing depends on it), whichever side is longer."""
+    import random
+    from itertools import permutations
+
+    from judge.checks._plain import _assign
+
+    rng = random.Random(11)
+    for _ in range(300):
+        rows, cols = rng.randint(1, 5), rng.randint(1, 5)
+        cost = [[rng.randint(0, 2) for _ in range(cols)] for _ in range(rows)]
+        if rows <= cols:
+            options = list(permutations(range(cols), rows))
+            totals = [sum(cost[r][c] for r, c in enumerate(p)) for p in options]
+            expected = list(enumerate(options[totals.index(min(totals))]))
+        else:
+            options = list(permutations(range(rows), cols))
+            totals = [sum(cost[r][c] for c, r in enumerate(p)) for p in options]
+            expected = [(r, c) for c, r in enumerate(options[totals.index(min(totals))])]
+        assert _assign(cost) == expected, cost

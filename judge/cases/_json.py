@@ -21,6 +21,7 @@ DecodeError = msgspec.DecodeError
 decoder = msgspec.json.Decoder()
 """The decoder `loads` calls (hot paths call its `decode` directly, and catch `RecursionError`
 themselves)."""
+_orjson_dumps, _NEWLINE = orjson.dumps, orjson.OPT_APPEND_NEWLINE  # (looked up once)
 
 
 def loads(data: bytes | str) -> Any:
@@ -55,7 +56,7 @@ def maybe_json(value: Any) -> Any:
 def dumps_line(value: Any) -> bytes:
     """`dumps(value)` and a line feed: one line of a JSON Lines file."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
+        return _orjson_dumps(value, option=_NEWLINE)
     except orjson.JSONEncodeError:
         return msgspec.json.encode(value) + b"\n"
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
+from msgspec.structs import astuple
 
-from judge.cases._form import MATCHER_KEYS, ExpectedBehavior
+from judge.cases._form import ExpectedBehavior
 from judge.cases._json import DecodeError, dumps, loads
 from judge.cases._lean_form import LeanCall, LeanExpected, decoder
 from judge.cases._tools import ToolFormError, read_tool
@@ -78,42 +79,40 @@ def read_lean(raw: bytes) -> LeanCase | None:
         line = decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
-    if line.match is not UNSET and bytes(line.match) != _NULL:
+    # Each member read once, all at once: looking up a struct's members one by one costs more.
+    unset = UNSET  # (a global is looked up at each use)
+    members = astuple(line)  # (by place: `_Line`'s order)
+    response, expected_calls, labels, match = members[3], members[4], members[6], members[7]
+    if match is not unset and bytes(match) != _NULL:
         return None
-    tools = _read_tools(line.tools)
+    tools = _read_tools(members[2])
     if tools is None:
         return None
-    labels = line.labels or {}
-    if (  # (a few comparisons: a generator here costs a quarter of a microsecond a line)
-        (labels and not labels.keys() <= _LABEL_KEYS)  # `Case` reads (or reports) the rest
-        or labels.get("selection") not in _LABELS
-        or labels.get("arguments") not in _LABELS
-        or labels.get("answer") not in _LABELS
-    ):
+    if labels and not _labels_read(labels):  # `Case` reads (or reports) the rest
         return None
     calls: list[LeanCall] = []
-    response = line.response
     text = None
     if response is not None:
-        text = response.content if isinstance(response.content, str) else ""
-        if response.content is None and isinstance(response.refusal, str):
-            text = response.refusal  # as `Case` reads it
-        if response.choices is not UNSET or response.output is not UNSET:
+        said = astuple(response)  # (by place: `_Message`'s order)
+        role, content, tool_calls, refusal = said[0], said[1], said[2], said[3]
+        choices, output = said[-2], said[-1]
+        text = content if isinstance(content, str) else ""
+        if content is None and isinstance(refusal, str):
+            text = refusal  # as `Case` reads it
+        if choices is not unset or output is not unset:
             return None
-        if response.role is UNSET and response.content is UNSET and response.tool_calls is UNSET:
+        if role is unset and content is unset and tool_calls is unset:
             return None  # not a message: `Case` reads it as a call, or says why not
-        if isinstance(response.tool_calls, list):
-            calls = response.tool_calls
-    for expected in line.expected_calls or ():
-        if expected.function is not UNSET:
+        if isinstance(tool_calls, list):
+            calls = tool_calls
+    for expected in expected_calls or ():
+        if expected.function is not unset:
             return None
         for value in expected.arguments.values():
             matcher = type(value) is dict and ("$any" in value or "$optional" in value)
             if matcher and not _good_matcher(value):
                 return None  # `Case` says what is wrong with it
-    return LeanCase(
-        line.id, tools, calls, line.expected_calls, line.expected_behavior, text, line.messages
-    )
+    return LeanCase(members[0], tools, calls, expected_calls, members[5], text, members[1])
 
 
 _tool_sets: dict[tuple[int, bytes], tuple[bytes, dict[str, LeanTool] | None]] = {}
@@ -122,9 +121,6 @@ text whole costs more than the rest of finding it (a text is then compared whole
 _TOOL_SETS_KEPT = 1024
 _KEY_END = 128
 _last: tuple[bytes, dict[str, LeanTool] | None] = (b"", None)
-_LABELS = (None, "correct", "incorrect")
-_LABEL_KEYS = frozenset(("selection", "arguments", "answer"))
-"""The labels checked here; a line with any other is read as a `Case`."""
 
 
 def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
@@ -169,9 +165,21 @@ def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
     return tools
 
 
+def _labels_read(labels: dict[str, Any]) -> bool:
+    """Each label is one checked here (a line with any other is read as a `Case`), and None,
+    "correct" or "incorrect"."""
+    for key, label in labels.items():  # (compared, not hashed: the strings are new)
+        if not (key == "selection" or key == "arguments" or key == "answer"):
+            return False
+        if not (label is None or (type(label) is str and label in ("correct", "incorrect"))):
+            return False
+    return True
+
+
 def _good_matcher(value: dict[str, Any]) -> bool:
-    return (
-        value.keys() <= MATCHER_KEYS
-        and isinstance(value.get("$any", []), list)
-        and isinstance(value.get("$optional", False), bool)
+    for key in value:  # `MATCHER_KEYS`, compared, not hashed: the strings are new
+        if not (key == "$any" or key == "$optional"):
+            return False
+    return ("$any" not in value or isinstance(value["$any"], list)) and (
+        "$optional" not in value or isinstance(value["$optional"], bool)
     )

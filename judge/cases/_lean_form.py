@@ -52,7 +52,8 @@ class LeanCall(Struct, forbid_unknown_fields=True):
 
 class _Message(Struct, forbid_unknown_fields=True):
     """An OpenAI chat message; members `Case` does not read are decoded (so checked) all the
-    same, and an unknown one sends the line to `Case`."""
+    same, and an unknown one sends the line to `Case`. (`read_lean` unpacks the members in
+    this order: a test holds it.)"""
 
     role: Any = UNSET
     content: str | None | UnsetType = UNSET
@@ -77,7 +78,8 @@ class LeanExpected(Struct, forbid_unknown_fields=True):
 class _Line(Struct, forbid_unknown_fields=True):
     """A case line as decoded. Every member is decoded, never skipped (msgspec does not check
     the text it skips: a number out of range, bytes that are not UTF-8), but `tools`, read once
-    per distinct text by `_read_tools`; an unknown member sends the line to `Case`."""
+    per distinct text by `_read_tools`; an unknown member sends the line to `Case`.
+    (`read_lean` unpacks the members in this order: a test holds it.)"""
 
     id: str
     messages: list[dict[str, Any]] = []

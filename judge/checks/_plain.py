@@ -68,8 +68,9 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
     of `judge check`."""
     calls = case.tool_calls
     # (the fields themselves: `LeanCall`'s `name` and `arguments` are Python code, read once)
-    names = [call.function.name for call in calls]
-    texts = [call.function.arguments or "" for call in calls]
+    functions = [call.function for call in calls]
+    names = [function.name for function in functions]
+    texts = [function.arguments or "" for function in functions]
     parsed, problems, schema_valid = read_calls(names, texts, case.tools, schemas)
     expected = case.expected_calls
     behavior = case.expected_behavior
