@@ -39,6 +39,7 @@ MODULES = (
     "judge.checks._structure",
     "judge.checks._no_reference",
     "judge.checks._origins",
+    "judge.checks._pairing",
     "judge.checks._plain",
     "judge.checks._summary",
     "judge.checks._chunk",

@@ -206,7 +206,7 @@ def test_small_assignments_are_as_optimal_as_scipy() -> None:
 
     from scipy.optimize import linear_sum_assignment
 
-    from judge.checks._plain import _assign
+    from judge.checks._pairing import least_cost_pairs as _assign
 
     rng = random.Random(7)
     for _ in range(500):
@@ -222,12 +222,12 @@ def test_small_assignments_are_as_optimal_as_scipy() -> None:
 
 
 def test_a_tie_goes_to_the_first_least_cost_pairing() -> None:
-    """Of equal-cost pairings, `_assign` keeps the first in the order of `permutations` (the
-    results' stable pairing depends on it), whichever side is longer."""
+    """Of equal-cost pairings, `least_cost_pairs` keeps the first in the order of
+    `permutations` (the results' stable pairing depends on it), whichever side is longer."""
     import random
     from itertools import permutations
 
-    from judge.checks._plain import _assign
+    from judge.checks._pairing import least_cost_pairs as _assign
 
     rng = random.Random(11)
     for _ in range(300):

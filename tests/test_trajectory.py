@@ -12,7 +12,7 @@ import pytest
 
 from judge import Match, UnknownFieldWarning, check, load_cases
 from judge.cases._match import parse_override
-from judge.checks._plain import out_of_order
+from judge.checks._pairing import out_of_order
 from tests.helpers import WEATHER, call, grade, kinds, tool
 
 TOOLS = [

@@ -5,12 +5,9 @@ calls with reference calls, and the verdicts they give. `check_case` builds on i
 from __future__ import annotations
 
 import difflib
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
-from itertools import permutations
-from math import perm
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
@@ -21,13 +18,13 @@ from judge.checks._injection import injection_evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply, unexpected_call
 from judge.checks._origins import Conversation, value_origins
+from judge.checks._pairing import least_cost_pairs, out_of_order
 from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache, parse_arguments
 
 if TYPE_CHECKING:
     from judge.cases._case import Tool
 
-_EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
 _UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
 _KIND_NAMES = {kind: kind.value for kind in FailureKind}
 
@@ -219,19 +216,38 @@ def read_calls(
     return parsed, problems, (all_valid if names else None)
 
 
-@dataclass(slots=True)
 class Compared:
-    pairs: list[tuple[int, int]]
-    missing: list[int]
-    extra: list[int]
-    out_of_order: list[int]
-    ignored: list[int]
-    selection: bool
-    values_ok: bool
-    problems: list[tuple[int | None, Problem]]
-    scored: tuple[int, int, int]
-    """Calls matched (name and every expected argument), calls and expected calls counted
-    (ignored tools left out): what `call_scores` is computed from."""
+    """What pairing calls with reference calls found. (A plain class: a compiled dataclass's
+    `__init__` is Python code, run for every case with several calls.)"""
+
+    __slots__ = (
+        "pairs", "missing", "extra", "out_of_order", "ignored", "selection", "values_ok",
+        "problems", "scored",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        pairs: list[tuple[int, int]],
+        missing: list[int],
+        extra: list[int],
+        out_of_order: list[int],
+        ignored: list[int],
+        selection: bool,
+        values_ok: bool,
+        problems: list[tuple[int | None, Problem]],
+        scored: tuple[int, int, int],
+    ) -> None:
+        self.pairs = pairs
+        self.missing = missing
+        self.extra = extra
+        self.out_of_order = out_of_order
+        self.ignored = ignored
+        self.selection = selection
+        self.values_ok = values_ok
+        self.problems = problems
+        self.scored = scored
+        """Calls matched (name and every expected argument), calls and expected calls counted
+        (ignored tools left out): what `call_scores` is computed from."""
 
 
 def compare(
@@ -370,7 +386,7 @@ def _pair(
             ]
             for row, distances in zip(table, distance, strict=True)
         ]
-        chosen = _assign(costs)
+        chosen = least_cost_pairs(costs)
         for a, b in chosen:
             found = table[a][b]
             pairs.append((mine[a], theirs[b], [describe(fault) for fault in found or ()]))
@@ -385,40 +401,6 @@ def _pair(
     return pairs, extra, missing
 
 
-def _assign(cost: list[list[int]]) -> list[tuple[int, int]]:
-    """Row-column pairs of least total cost (as many pairs as the smaller side)."""
-    rows, cols = len(cost), len(cost[0])
-    if perm(max(rows, cols), min(rows, cols)) <= _EXHAUSTIVE:
-        # Trying every pairing of a few calls is exact and spares scipy's start-up (~0.3 s).
-        # The first least-cost pairing in the order of `permutations` wins a tie.
-        if rows <= cols:
-            return list(enumerate(_cheapest(cost, _orders(cols, rows))))
-        by_col = [list(col) for col in zip(*cost, strict=True)]
-        return [(row, col) for col, row in enumerate(_cheapest(by_col, _orders(rows, cols)))]
-    from scipy.optimize import linear_sum_assignment
-
-    picked_rows, picked_cols = linear_sum_assignment(cost)
-    return [(int(r), int(c)) for r, c in zip(picked_rows, picked_cols, strict=True)]
-
-
-def _cheapest(cost: list[list[int]], options: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
-    """The first of `options` (a column for each row) of least total cost."""
-    best, least = options[0], -1
-    for option in options:
-        total = 0
-        for row, col in enumerate(option):
-            total += cost[row][col]
-        if least < 0 or total < least:
-            best, least = option, total
-    return best
-
-
-@cache
-def _orders(n: int, k: int) -> tuple[tuple[int, ...], ...]:
-    """Every ordered choice of `k` of `range(n)`, in the order of `permutations`."""
-    return tuple(permutations(range(n), k))
-
-
 def _unknown(name: str, tools: Mapping[str, Any]) -> str:
     message = f"{name!r} is not one of the case's tools"
     if name.strip() in tools:
@@ -427,27 +409,3 @@ def _unknown(name: str, tools: Mapping[str, Any]) -> str:
     if close:
         return message + f" (did you mean {close[0]!r}?)"
     return message + f" ({', '.join(sorted(tools)) or 'no tools were offered'})"
-
-
-def out_of_order(pairs: list[tuple[int, int]]) -> list[int]:
-    """The calls of `(call, expected)` pairs that break the reference order: those outside a
-    longest run of pairs whose expected indices increase with the call indices."""
-    ordered = sorted(pairs)
-    tails: list[int] = []  # tails[k]: smallest expected index ending an increasing run of k+1
-    tail_at: list[int] = []  # position in `ordered` of that tail
-    parent: list[int] = [-1] * len(ordered)
-    for position, (_, expected) in enumerate(ordered):
-        k = bisect_left(tails, expected)
-        if k == len(tails):
-            tails.append(expected)
-            tail_at.append(position)
-        else:
-            tails[k] = expected
-            tail_at[k] = position
-        parent[position] = tail_at[k - 1] if k else -1
-    keep: set[int] = set()
-    position = tail_at[-1] if tail_at else -1
-    while position >= 0:
-        keep.add(position)
-        position = parent[position]
-    return [ordered[p][0] for p in range(len(ordered)) if p not in keep]
