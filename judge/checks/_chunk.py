@@ -36,8 +36,19 @@ def check_lines(
     environment), a line in the common form is checked lean; `whole(number, raw)` checks the
     others."""
     for number, raw in lines:
-        lean = read_lean(raw) if plain and raw is not None else None
-        yield number, (check_plain(lean, schemas) if lean is not None else whole(number, raw))
+        yield number, check_line(number, raw, schemas, whole, plain)
+
+
+def check_line(
+    number: int,
+    raw: Raw,
+    schemas: SchemaCache,
+    whole: Callable[[int, Raw], dict[str, Any]],
+    plain: bool,
+) -> dict[str, Any]:
+    """One line's result JSON: read lean and checked plain where it can be, else `whole`'s."""
+    lean = read_lean(raw) if plain and raw is not None else None
+    return check_plain(lean, schemas) if lean is not None else whole(number, raw)
 
 
 def grade_lines(
@@ -52,7 +63,8 @@ def grade_lines(
     """`judge check`'s loop: each line's result counted in `tally`, its line number and case
     id noted, and the results as JSON lines, in order."""
     out: list[bytes] = []
-    for number, data in check_lines(lines, schemas, whole, plain=plain):
+    for number, raw in lines:  # (not through `check_lines`: a generator's steps cost)
+        data = check_line(number, raw, schemas, whole, plain)
         tally.add(data)
         numbers.append(number)
         ids.append(data["id"])

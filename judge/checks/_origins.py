@@ -123,12 +123,14 @@ class Text:
             self._normal = normalise(self.raw)
         return self._normal
 
-    def holds(self, value: str | int | float, normal: str | None, number: float | None) -> bool:
-        """The value is said here: the text as it is, normalised, or the same number (the
-        forms `sought` gives)."""
+    def holds(
+        self, value: str | int | float, normal: str | None, number: float | None, as_is: bool = True
+    ) -> bool:
+        """The value is said here: the text as it is (not looked for again without `as_is`),
+        normalised, or the same number (the forms `sought` gives)."""
         if normal is not None:
             raw = self.raw
-            if value in raw:  # type: ignore[operator]
+            if as_is and isinstance(value, str) and value in raw:
                 return True
             if raw.isascii():  # no Unicode form to mind, only runs of spaces
                 if normal in self.lower:
@@ -257,10 +259,11 @@ def find(
     normal: str | None,
     number: float | None,
     before: int,
+    as_is: bool = True,
 ) -> Text | None:
-    """The latest of `texts` before message `before` that says the value."""
+    """The latest of `texts` before message `before` that says the value (`Text.holds`)."""
     for text in texts:
-        if text.at < before and text.holds(value, normal, number):
+        if text.at < before and text.holds(value, normal, number, as_is):
             return text
     return None
 
@@ -293,12 +296,20 @@ def value_origins(
 
 
 def _pointer(path: tuple[Any, ...]) -> str:
-    """`pointer(path)`, the common top-level key written at once."""
-    if len(path) == 1:
-        key = path[0]
-        if isinstance(key, str) and "~" not in key and "/" not in key:
-            return "/" + key
-    return pointer(path)
+    """`pointer(path)`; a top-level key's is kept (the calls of a file name a few keys)."""
+    if len(path) != 1 or type(path[0]) is not str:
+        return pointer(path)
+    key: str = path[0]
+    found = _TOP_POINTERS.get(key)
+    if found is None:
+        if len(_TOP_POINTERS) >= _TOP_POINTERS_KEPT:
+            _TOP_POINTERS.clear()
+        found = _TOP_POINTERS[key] = pointer(path)
+    return found
+
+
+_TOP_POINTERS: dict[str, str] = {}
+_TOP_POINTERS_KEPT = 4096
 
 
 def origin_of(
@@ -314,7 +325,7 @@ def origin_of(
             if said.at < before and value in said.raw:
                 return "user", said.source
     normal, number = sought(value)
-    found = find(conversation.user, value, normal, number, before)
+    found = find(conversation.user, value, normal, number, before, as_is=False)  # (seen above)
     if found is not None:
         return "user", found.source
     found = find(conversation.system, value, normal, number, before)
