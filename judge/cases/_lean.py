@@ -85,7 +85,7 @@ def read_lean(raw: bytes) -> LeanCase | None:
     response, expected_calls, labels, match = members[3], members[4], members[6], members[7]
     if match is not unset and bytes(match) != _NULL:
         return None
-    tools = _read_tools(members[2])
+    tools = _tool_sets.read(members[2])
     if tools is None:
         return None
     if labels and not _labels_read(labels):  # `Case` reads (or reports) the rest
@@ -115,34 +115,41 @@ def read_lean(raw: bytes) -> LeanCase | None:
     return LeanCase(members[0], tools, calls, expected_calls, members[5], text, members[1])
 
 
-_tool_sets: dict[tuple[int, bytes], tuple[bytes, dict[str, LeanTool] | None]] = {}
-"""Each `tools` text read, with what it reads as, by its length and its end: hashing a long
-text whole costs more than the rest of finding it (a text is then compared whole)."""
-_TOOL_SETS_KEPT = 1024
-_KEY_END = 128
-_last: tuple[bytes, dict[str, LeanTool] | None] = (b"", None)
+class _ToolSets:
+    """The `tools` texts read, each once: cases of a file mostly offer the same tools. Kept by
+    length and end (hashing a long text whole costs more than the rest of finding it; a text
+    is then compared whole), and the line before's as it was given (no copy to compare)."""
+
+    __slots__ = ("kept", "last_given", "last")
+    KEPT = 1024
+    END = 128
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[int, bytes], tuple[bytes, dict[str, LeanTool] | None]] = {}
+        self.last_given: Raw | None = None
+        self.last: dict[str, LeanTool] | None = None
+
+    def read(self, given: Raw | UnsetType) -> dict[str, LeanTool] | None:
+        """The tools of a case by name, or None when `Case` would not read them so."""
+        if given is UNSET:
+            return {}
+        if given == self.last_given:  # the common run: the line before offered the same tools
+            return self.last
+        text = bytes(given)
+        key = (len(text), text[-self.END :])
+        kept = self.kept.get(key)
+        if kept is not None and kept[0] == text:
+            found = kept[1]
+        else:
+            if len(self.kept) >= self.KEPT:
+                self.kept.clear()
+            found = _tools_in(text)
+            self.kept[key] = (text, found)
+        self.last_given, self.last = given, found
+        return found
 
 
-def _read_tools(raw: Raw | UnsetType) -> dict[str, LeanTool] | None:
-    """The tools of a case by name, or None when `Case` would not read them so. Cases of a file
-    mostly offer the same tools, so each distinct `tools` text is read once."""
-    global _last
-    if raw is UNSET:
-        return {}
-    text = bytes(raw)
-    if text == _last[0]:  # the common run: the line before offered the same tools
-        return _last[1]
-    key = (len(text), text[-_KEY_END:])
-    kept = _tool_sets.get(key)
-    if kept is not None and kept[0] == text:
-        found = kept[1]
-    else:
-        if len(_tool_sets) >= _TOOL_SETS_KEPT:
-            _tool_sets.clear()
-        found = _tools_in(text)
-        _tool_sets[key] = (text, found)
-    _last = (text, found)
-    return found
+_tool_sets = _ToolSets()
 
 
 def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
