@@ -242,3 +242,21 @@ def test_a_tie_goes_to_the_first_least_cost_pairing() -> None:
             totals = [sum(cost[r][c] for c, r in enumerate(p)) for p in options]
             expected = [(r, c) for c, r in enumerate(options[totals.index(min(totals))])]
         assert _assign(cost) == expected, cost
+
+
+def test_rounded_is_round() -> None:
+    """The pairing's distances are rounded as `round` rounds them (half to even)."""
+    import random
+
+    from judge.checks._pairing import rounded
+
+    rng = random.Random(3)
+    halves = [k + 0.5 for k in range(50)] + [k / 8 for k in range(800)]
+    for x in halves + [rng.uniform(0, 100) for _ in range(5000)] + [0.0, 100.0, 2.0**52]:
+        assert rounded(x) == round(x), x
+    for n in range(2, 9):  # the places pairing compares: fractions of a trajectory
+        for m in range(2, 9):
+            for c in range(n):
+                for e in range(m):
+                    x = 100 * abs(c / (n - 1) - e / (m - 1))
+                    assert rounded(x) == round(x), x

@@ -22,6 +22,8 @@ MAX_SHOWN = 120
 Fault = tuple[FailureKind, tuple[str, ...], Any, Any, str | None]
 _ABSENT = object()
 _SCALARS = frozenset((str, int, float, bool, type(None)))
+# (an enum's member is looked up through its class at each use: read once here)
+_WRONG, _MISSING = FailureKind.WRONG_VALUE, FailureKind.MISSING_ARGUMENT
 
 
 def faults(
@@ -34,17 +36,18 @@ def faults(
     could not be parsed."""
     if arguments is None:
         return None
-    if compare == "ignore":
-        return []
-    if callable(compare):
-        return _judged_by(compare, arguments, expected)
     if isinstance(compare, list):
         return _pathfaults(arguments, expected, compare, rules)
+    if not isinstance(compare, str):  # the user's predicate
+        return _judged_by(compare, arguments, expected)
+    if compare == "ignore":
+        return []
     found: list[Fault] = []
     subset = compare == "subset"
+    absent = _ABSENT  # (a global is looked up at each use)
     for key, want in expected.arguments.items():
-        got = arguments.get(key, _ABSENT)
-        if got is _ABSENT:
+        got = arguments.get(key, absent)
+        if got is absent:
             if subset:
                 continue
         elif rules is None:  # the common outcomes, found without the general comparison
@@ -61,7 +64,7 @@ def faults(
         for key in [key for key in arguments if key not in expected.arguments]:  # in order
             rule = rule_for(rules, expected.name, key) if rules else None
             if rule is None or not rule.ignore:
-                found.append((FailureKind.WRONG_VALUE, (key,), arguments[key], [], None))
+                found.append((_WRONG, (key,), arguments[key], [], None))
     return found
 
 
@@ -76,15 +79,15 @@ def _value_fault(
         options: Any = want.get("$any")
         if got is _ABSENT:
             optional = bool(want.get("$optional", False))
-            return None if optional else (FailureKind.MISSING_ARGUMENT, path, None, options, None)
+            return None if optional else (_MISSING, path, None, options, None)
         if options is None or _accepts(got, options, rule):
             return None
-        return FailureKind.WRONG_VALUE, path, got, options, None
+        return _WRONG, path, got, options, None
     if got is _ABSENT:
-        return FailureKind.MISSING_ARGUMENT, path, None, [want], None
+        return _MISSING, path, None, [want], None
     if _matches(got, want, rule):
         return None
-    return FailureKind.WRONG_VALUE, path, got, [want], None
+    return _WRONG, path, got, [want], None
 
 
 def _typed_in(got: Any, options: list[Any]) -> bool:

@@ -11,6 +11,13 @@ from math import perm
 _EXHAUSTIVE = 720  # pairings of same-name calls: up to this many, try them all
 
 
+def rounded(x: float) -> int:
+    """`round(x)` (half to even) of a number from 0 to 2**52, without the builtin's call."""
+    whole = int(x)
+    rest = x - whole  # (exact)
+    return whole + 1 if rest > 0.5 or (rest == 0.5 and whole % 2 == 1) else whole
+
+
 def least_cost_pairs(cost: list[list[int]]) -> list[tuple[int, int]]:
     """Row-column pairs of least total cost (as many pairs as the smaller side)."""
     rows, cols = len(cost), len(cost[0])

@@ -18,7 +18,7 @@ from judge.checks._injection import injection_evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply, unexpected_call
 from judge.checks._origins import Conversation, value_origins
-from judge.checks._pairing import least_cost_pairs, out_of_order
+from judge.checks._pairing import least_cost_pairs, out_of_order, rounded
 from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache, parse_arguments
 
@@ -357,7 +357,7 @@ def _pair(
         # in faults go to the calls nearest their reference call's place.
         at = [c / max(len(names) - 1, 1) for c in mine]
         want = [e / max(len(expected) - 1, 1) for e in theirs]
-        distance = [[round(100 * abs(place - w)) for w in want] for place in at]
+        distance = [[rounded(100 * abs(place - w)) for w in want] for place in at]
         diagonal: list[list[Fault] | None] = []
         if len(mine) == len(theirs) and not any(distance[a][a] for a in range(len(mine))):
             # Each call at its reference call's place: when none has a fault, pairing them in
