@@ -45,7 +45,7 @@ def dumps(
 def maybe_json(value: Any) -> Any:
     """`value`, decoded when it is JSON text of an array or object (harnesses and trace
     attributes pass JSON as text); as it is otherwise, or when that text is not JSON."""
-    if isinstance(value, str | bytes) and value.strip()[:1] in ("[", "{", b"[", b"{"):
+    if isinstance(value, (str, bytes)) and value.strip()[:1] in ("[", "{", b"[", b"{"):
         try:
             return loads(value)
         except DecodeError:

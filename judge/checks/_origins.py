@@ -161,7 +161,7 @@ class Text:
             data = self._data if self._data is not None else maybe_json(self.raw.strip())
             self._fields = (
                 [(pointer(p), Text(str(v), "")) for p, v in leaves_deep(data)]
-                if isinstance(data, dict | list)
+                if isinstance(data, (dict, list))
                 else []
             )
         return self._fields
@@ -236,7 +236,7 @@ class Conversation:
             if arguments is not None:
                 where = f"{source}/tool_calls/{position}/function/arguments"
                 raw = arguments if isinstance(arguments, str) else str(arguments)
-                data = arguments if isinstance(arguments, dict | list) else None
+                data = arguments if isinstance(arguments, (dict, list)) else None
                 self.assistant.append(Text(raw, where, data, index, structured=True))
                 if isinstance(call, dict) and call.get("id") is not None:
                     self.asked[str(call["id"])] = self.assistant[-1]

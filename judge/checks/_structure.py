@@ -80,7 +80,7 @@ class SchemaCache:
             return [], "the tool's schema cannot be applied: invalid, with no error reported"
         for error in found:
             # A pattern too costly to evaluate: the validator cannot say whether the value fits.
-            if isinstance(error.kind, Kind.BacktrackLimitExceeded | Kind.RegexEngineFailure):
+            if isinstance(error.kind, (Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure)):
                 return [], f"the tool's schema cannot be applied: {error.message}"
         return [(_error_pointer(error), _message(schema, error)) for error in found], None
 
