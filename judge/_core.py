@@ -40,8 +40,8 @@ MODULES = (
     "judge.checks._no_reference",
     "judge.checks._origins",
     "judge.checks._pairing",
-    "judge.checks._plain",
     "judge.checks._summary",
+    "judge.checks._plain",
     "judge.checks._chunk",
 )
 """What the build compiles: the hot path of `judge check`, each module after those it imports

@@ -278,3 +278,27 @@ def test_the_reader_unpacks_the_members_in_the_structs_order() -> None:
     fields = _Message.__struct_fields__
     assert fields[:4] == ("role", "content", "tool_calls", "refusal")
     assert fields[-2:] == ("choices", "output")
+
+
+def test_a_result_counted_as_it_is_built_counts_as_its_json_line() -> None:
+    """`judge check` counts a lean result from the parts that built it; the summary is the one
+    its JSON line gives (every shape of the sample, the examples and the shared datasets)."""
+    from judge.checks._summary import Summary, Tally
+
+    files = [REPO / "calibration" / "sample.jsonl", *sorted((REPO / "examples").glob("*.jsonl"))]
+    files += sorted(DATASETS.glob("*.jsonl"))  # (where they are here)
+    built, read = Tally(), Tally()
+    schemas = SchemaCache()
+    lines = 0
+    for path in files:
+        for raw in path.read_bytes().splitlines():
+            lean = read_lean(raw) if raw.strip() else None
+            if lean is not None:
+                read.add(check_plain(lean, schemas, built))
+                lines += 1
+    assert lines > 200
+    by_parts, by_lines = Summary(), Summary()
+    by_parts.add_tally(built)
+    by_lines.add_tally(read)
+    assert by_parts.to_dict() == by_lines.to_dict()
+    assert by_parts.cases == lines and by_parts.failed > 0 and by_parts.passed > 0

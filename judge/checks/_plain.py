@@ -21,6 +21,7 @@ from judge.checks._origins import Conversation, value_origins
 from judge.checks._pairing import least_cost_pairs, out_of_order, rounded
 from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache, parse_arguments
+from judge.checks._summary import Tally
 
 if TYPE_CHECKING:
     from judge.cases._case import Tool
@@ -59,7 +60,7 @@ DEFAULT: Settings = _Default()
 model (a test holds them equal)."""
 
 
-def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
+def check_plain(case: LeanCase, schemas: SchemaCache, tally: Tally | None = None) -> dict[str, Any]:
     """What `check_case(case).to_json_dict()` gives for the same case read as a `Case`, with
     no match settings, rules or environment, built without the result models: the hot path
     of `judge check`."""
@@ -105,33 +106,45 @@ def check_plain(case: LeanCase, schemas: SchemaCache) -> dict[str, Any]:
         "call_scores": scores,
         "failures": [],
     }
+    needs_judge = False
     if passed and not calls and behavior in NO_CALL_BEHAVIORS:
         text = case.reply_text
         empty = None if text is None else undecided_reply(behavior, text)
         if text is None:  # not run yet: nothing to say of its reply
-            data["passed"] = None
+            passed = data["passed"] = None
         elif empty is None:
-            data["passed"] = None
-            data["needs_judge"] = True
+            passed = data["passed"] = None
+            needs_judge = data["needs_judge"] = True
         else:
-            data["passed"] = False
+            passed = data["passed"] = False
             problems.append((None, empty))
-    data["failures"] = [
-        {"call": call, "kind": _KIND_NAMES[kind], "path": path, "message": message}
-        for call, (kind, path, message) in in_call_order(problems)
-    ]
-    if calls:
-        before = len(case.messages)
-        graded = [(names[i], parsed[i], before) for i in range(len(names))]
-        tools = case.tools
-        conversation = Conversation(case.messages)
-        data["value_origins"] = value_origins(
-            conversation, graded, lambda name: _place(tools.get(name))
+    failures, kinds = [], []
+    for call, (kind, path, message) in in_call_order(problems):
+        kinds.append(_KIND_NAMES[kind])
+        failures.append({"call": call, "kind": kinds[-1], "path": path, "message": message})
+    data["failures"] = failures
+    data["value_origins"], data["injection"] = _evidence(case, names, parsed)
+    if tally is not None:  # (counted from what built the result: none of it read back)
+        f1 = scores["f1"] if scores else None
+        injected = bool(data["injection"])
+        tally.count_parts(
+            selection, schema_valid, argument_values, passed, kinds, f1, needs_judge, injected
         )
-        data["injection"] = injection_evidence(conversation, graded) if conversation.tool else []
-    else:
-        data["value_origins"], data["injection"] = [], []
     return data
+
+
+def _evidence(
+    case: LeanCase, names: list[str], parsed: list[dict[str, Any] | None]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The calls' value origins and injection evidence."""
+    if not names:
+        return [], []
+    before = len(case.messages)
+    graded = [(names[i], parsed[i], before) for i in range(len(names))]
+    tools = case.tools
+    conversation = Conversation(case.messages)
+    origins = value_origins(conversation, graded, lambda name: _place(tools.get(name)))
+    return origins, injection_evidence(conversation, graded) if conversation.tool else []
 
 
 def _place(tool: LeanTool | None) -> tuple[int, Any] | None:

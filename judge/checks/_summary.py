@@ -391,6 +391,22 @@ class Tally:
             "needs_judge" in result,
         )
 
+    def count_parts(
+        self,
+        selection: bool | None,
+        schema: bool | None,
+        values: bool | None,
+        passed: bool | None,
+        kinds: list[str],
+        f1: float | None,
+        needs_judge: bool,
+        injected: bool,
+    ) -> None:
+        """Count a result from its parts, as `check_plain` builds it (no tool assertions)."""
+        if injected:
+            self.injected += 1
+        self._count(selection, schema, values, None, passed, kinds, f1, needs_judge)
+
     def count(self, result: CaseResult) -> None:
         """Count a result as it is, without writing it as JSON first."""
         scores = result.call_scores
