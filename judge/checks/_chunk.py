@@ -36,19 +36,8 @@ def check_lines(
     environment), a line in the common form is checked lean; `whole(number, raw)` checks the
     others."""
     for number, raw in lines:
-        yield number, check_line(number, raw, schemas, whole, plain)
-
-
-def check_line(
-    number: int,
-    raw: Raw,
-    schemas: SchemaCache,
-    whole: Callable[[int, Raw], dict[str, Any]],
-    plain: bool,
-) -> dict[str, Any]:
-    """One line's result JSON: read lean and checked plain where it can be, else `whole`'s."""
-    lean = read_lean(raw) if plain and raw is not None else None
-    return check_plain(lean, schemas) if lean is not None else whole(number, raw)
+        lean = read_lean(raw) if plain and raw is not None else None
+        yield number, (check_plain(lean, schemas) if lean is not None else whole(number, raw))
 
 
 def grade_lines(
