@@ -1,7 +1,8 @@
 """An MCP server (the `mcp` SDK, over stdio) whose tools misbehave on purpose, for the tests
 of faults: `note(text)` keeps a note and answers in plain text, `hang()` never answers, `die()`
 ends the server's process mid-call, `fail()` is an error result. Its state is the notes, as the
-resource `notes://all`. With `--pid-file PATH` it appends its process id there at start."""
+resource `notes://all`. With `--pid-file PATH` it appends its process id there at start; with
+`--start-delay SECONDS` it waits that long before it answers anything (a slow start)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ def all_notes() -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--pid-file")
+    parser.add_argument("--start-delay", type=float, default=0.0)
     options = parser.parse_args()
+    time.sleep(options.start_delay)
     if options.pid_file:
         with open(options.pid_file, "a") as handle:
             handle.write(f"{os.getpid()}\n")

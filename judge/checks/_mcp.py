@@ -7,8 +7,10 @@ client runs on an event loop of its own, in a thread, so that it serves both the
 `Environment` protocol (`call`, `snapshot`, for replays) and agent runs (`acall`, awaited
 without blocking their loop). A result with `isError` is a failed call (`ToolFailed`, its text
 the reason); `structuredContent` is the result when present, else the text contents joined
-(given to the agent as they are, `ToolText`). A call past `timeout` seconds fails; a server
-that cannot start is `McpStartError` with the last lines it wrote on standard error.
+(given to the agent as they are, `ToolText`). A request past `timeout` seconds fails; a server
+that does not start (up to its answer to `initialize`) within `start_timeout` seconds, or cannot
+start at all, is `McpStartError` with the last lines it wrote on standard error. The two bounds
+are apart: a short bound on a hung tool must not keep a slow-importing server from starting.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ class McpServer:
     state_uri: str | None = None
     """The resource whose JSON text is the state (`snapshot`)."""
     timeout: float = 60.0
-    """Seconds a tool call, a state read or the start (up to `tools/list`) may take."""
+    """Seconds a request (a tool call, a state read, `tools/list`) may take."""
+    start_timeout: float = 60.0
+    """Seconds the server may take to start and answer `initialize`."""
     tools: list[Tool] = field(default_factory=list, compare=False)
     """The server's tools, once `listed_tools` has listed them."""
 
@@ -72,6 +76,7 @@ class McpServer:
         state_uri: str | None,
         timeout: float,
         option: str = "--mcp",
+        start_timeout: float = 60.0,
     ) -> McpServer:
         """The server a command line (split as a shell would) or a URL names; ValueError, naming
         `option`, for neither or both, an empty or unreadable command, or no mcp SDK."""
@@ -89,7 +94,7 @@ class McpServer:
                 raise ValueError("an empty command")
         except ValueError as exc:  # shlex's too: "No closing quotation"
             raise ValueError(f"{option} {command!r}: {exc}") from None
-        return cls(argv, url, state_uri, timeout)
+        return cls(argv, url, state_uri, timeout, start_timeout)
 
     @property
     def fresh(self) -> bool:
@@ -145,7 +150,8 @@ class McpEnvironment:
         """Why the server failed (it did not answer, or its connection broke): the run's
         error, where the tool's own refusals are the agent's to handle."""
         try:
-            self.tools = self._wait(self._open(), self.server.timeout, "start")
+            self._wait(self._open(), self.server.start_timeout, "start")
+            self.tools = self._wait(self._list(), self.server.timeout, "tools/list")
         except BaseException as exc:
             said = self.stderr_tail()
             self.close()
@@ -160,7 +166,7 @@ class McpEnvironment:
                 f"the MCP server {server.described()} could not be started: {why}"
             ) from None
 
-    async def _open(self) -> list[dict[str, Any]]:
+    async def _open(self) -> None:
         from mcp import Client
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -172,6 +178,8 @@ class McpEnvironment:
             target = str(self.server.url)
         # No response cache: a state read after a call must see that call.
         self._session = await self._stack.enter_async_context(Client(target, cache=None))
+
+    async def _list(self) -> list[dict[str, Any]]:
         listed = await self._session.list_tools()
         return [_openai_tool(tool) for tool in listed.tools]
 
@@ -267,13 +275,17 @@ class McpEnvironment:
             return future.result(timeout + _CLEAN_UP)
         except (TimeoutError, FutureTimeout):
             future.cancel()
-            raise McpServerFailed(self._late(what)) from None
+            raise McpServerFailed(self._late(what, starting=what == "start")) from None
 
-    def _late(self, what: str) -> str:
+    def _late(self, what: str, *, starting: bool = False) -> str:
         said = self.stderr_tail()
-        return (
-            f"the MCP server did not answer ({what}) within {self.server.timeout:g} s "
-            "(--mcp-timeout)" + (f"; it said: {said}" if said else "")
+        bound, option = (
+            (self.server.start_timeout, "--mcp-start-timeout")
+            if starting
+            else (self.server.timeout, "--mcp-timeout")
+        )
+        return f"the MCP server did not answer ({what}) within {bound:g} s ({option})" + (
+            f"; it said: {said}" if said else ""
         )
 
 

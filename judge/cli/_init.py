@@ -294,12 +294,14 @@ def _lines(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def mcp_tools(command: str, timeout: float) -> list[dict[str, Any]]:
+def mcp_tools(command: str, timeout: float, start_timeout: float = 60.0) -> list[dict[str, Any]]:
     """The tools of the stdio MCP server `command`, in OpenAI form (ValueError when it cannot
     be started or lists none)."""
     from judge.checks._mcp import McpServer, McpStartError
 
-    server = McpServer.of(command, None, None, timeout, option="--from-mcp")
+    server = McpServer.of(
+        command, None, None, timeout, option="--from-mcp", start_timeout=start_timeout
+    )
     try:
         listed = server.listed_tools()
     except McpStartError as exc:
@@ -322,10 +324,23 @@ def mcp_tools(command: str, timeout: float) -> list[dict[str, Any]]:
     type=click.FloatRange(min=0, min_open=True),
     default=60.0,
     show_default=True,
-    help="Seconds the MCP server may take to start and list its tools.",
+    help="Seconds the MCP server may take to answer tools/list.",
+)
+@click.option(
+    "--mcp-start-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds the MCP server may take to start and answer initialize.",
 )
 @click.option("--force", is_flag=True, help="Replace the starter's files where they exist.")
-def init_command(directory: str, from_mcp: str | None, mcp_timeout: float, force: bool) -> None:
+def init_command(
+    directory: str,
+    from_mcp: str | None,
+    mcp_timeout: float,
+    mcp_start_timeout: float,
+    force: bool,
+) -> None:
     """Write a starter to DIR (default: here, made if missing): tools.json, five
     example cases, a CI workflow, a calibration stub and a README. `judge check` grades the
     cases at once. Exit 2, writing nothing, when one of its files exists (without --force)."""
@@ -337,7 +352,7 @@ def init_command(directory: str, from_mcp: str | None, mcp_timeout: float, force
     tools = list(SAMPLE_TOOLS)
     if from_mcp is not None:
         try:
-            tools = mcp_tools(from_mcp, mcp_timeout)
+            tools = mcp_tools(from_mcp, mcp_timeout, mcp_start_timeout)
         except ValueError as exc:
             _refuse(str(exc))
     files = starter_files(tools, from_mcp)

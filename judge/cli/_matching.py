@@ -159,7 +159,16 @@ _mcp_options = (
         type=click.FloatRange(min=0, min_open=True),
         default=60.0,
         show_default=True,
-        help="Seconds an MCP tool call (or state read) may take before it fails.",
+        help="Seconds an MCP request (a tool call, a state read, tools/list) may take before "
+        "it fails.",
+    ),
+    click.option(
+        "--mcp-start-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=60.0,
+        show_default=True,
+        help="Seconds an MCP server may take to start and answer initialize (apart from "
+        "--mcp-timeout, so that a short bound on a hung tool leaves a slow start alone).",
     ),
 )
 
@@ -251,13 +260,14 @@ def mcp_server(options: dict[str, Any], *, agent_runs: bool = False) -> Any:
             "for each side, --mcp COMMAND"
         )
     state, timeout = options.pop("mcp_state", None), options.pop("mcp_timeout", 60.0)
+    start_timeout = options.pop("mcp_start_timeout", 60.0)
     if command is None and url is None:
         if state is not None:
             raise ValueError("--mcp-state reads a server's resource: add --mcp or --mcp-url")
         return None
     from judge.checks._mcp import McpServer, McpStartError
 
-    server = McpServer.of(command, url, state, timeout)
+    server = McpServer.of(command, url, state, timeout, start_timeout=start_timeout)
     try:
         server.listed_tools()  # started once now: a server that cannot start stops the command
     except McpStartError as exc:

@@ -353,7 +353,12 @@ def _loop(
             sys.exit(EXIT_UNREADABLE)
     described: dict[str, Any] = {"max_steps": max_steps, "env": env, "agent": agent}
     if isinstance(factory, McpServer):
-        described |= {"mcp": factory.described(), "mcp_state": factory.state_uri}
+        described |= {
+            "mcp": factory.described(),
+            "mcp_state": factory.state_uri,
+            "mcp_timeout": factory.timeout,
+            "mcp_start_timeout": factory.start_timeout,
+        }
     return AgentLoop(env=factory, agent=loaded, max_steps=max_steps, described=described)
 
 
