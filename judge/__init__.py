@@ -26,7 +26,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from judge import _core
-from judge._errors import CaseError, InputError, JudgeError, UnknownFieldWarning
+from judge._errors import CaseError, CaseFileWarning, InputError, JudgeError, UnknownFieldWarning
 
 _core.choose()  # the compiled core only where it was built from the sources beside it
 
@@ -150,6 +150,7 @@ __all__ = [
     "ArgumentVerdict",
     "Case",
     "CaseError",
+    "CaseFileWarning",
     "CaseResult",
     "CheckResults",
     "Comparison",

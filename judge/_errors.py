@@ -7,7 +7,9 @@
 A malformed case never takes a batch down: `check` turns it into a result with an
 `InvalidCase` failure, and `load_cases` collects it in `LoadedCases.errors`. A case holding a
 key the format does not know is read all the same, with an `UnknownFieldWarning` (a
-`UserWarning`), unless read strictly.
+`UserWarning`), unless read strictly. A case file that is not JSON Lines but one JSON array of
+cases (or cases pretty-printed over several lines) is read all the same, with a
+`CaseFileWarning`; one in UTF-16 or UTF-32, or otherwise not UTF-8, is an `InputError`.
 """
 
 from __future__ import annotations
@@ -61,3 +63,9 @@ class CaseError(JudgeError, ValueError):
 class UnknownFieldWarning(UserWarning):
     """A case holds a key the format does not know (`/mesages`): it was read as if the key were
     absent. The message names file, line, case, pointer and the nearest known key."""
+
+
+class CaseFileWarning(UserWarning):
+    """A case file is not JSON Lines, yet was read: one JSON array of cases, or cases spread
+    over several lines each. The message names the file and how it was read; each case's
+    errors name the line it starts on and, in an array, its JSON pointer (`/3`)."""

@@ -53,6 +53,7 @@ from judge.checks._env import EnvironmentFactory, load_factory
 from judge.checks._outcome import JudgeOutcome
 from judge.checks._result import CaseResult
 from judge.checks._structure import SchemaCache
+from judge.checks._verdict import with_judge
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -359,7 +360,7 @@ class _Grade:
             provenance=self.judge.provenance(),
             trusted=self.judge.trusted,
         )
-        return self.judge.check(item).model_copy(update={"judge": outcome})
+        return with_judge(self.judge.check(item), outcome)
 
     def __del__(self) -> None:
         try:

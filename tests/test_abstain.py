@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from judge.checks._outcome import ArgumentVerdict, JudgeOutcome, SelectionVerdict
-from judge.checks._summary import JudgeSummary
+from judge.checks._result import CaseResult
+from judge.checks._summary import summarize
+from judge.checks._verdict import with_judge
 from judge.judging._decide import abstained
 from tests.chat_server import Reply, answer, one_token, serving, with_logprobs
 from tests.helpers import invoke
@@ -64,12 +66,22 @@ def test_what_an_uncertain_verdict_leaves_undecided(
 
 
 def test_the_summary_counts_uncertain_cases_apart_from_the_pass_rate() -> None:
-    summary = JudgeSummary()
-    for chosen in ("correct", "incorrect", "uncertain", "uncertain"):
-        summary.add(JudgeOutcome(status="ok", selection=selection(chosen, 0.5)))
-    facts = summary.to_dict()
-    assert (facts["passed"], facts["failed"], facts["uncertain"]) == (1, 1, 2)
-    assert facts["pass_rate"] == 0.5 and facts["selection"]["uncertain"] == 2
+    open_case = CaseResult(
+        id="c", tool_selection=None, schema_valid=True, argument_values=None, passed=None
+    )
+    results = [
+        with_judge(
+            open_case.model_copy(update={"id": f"c{n}"}),
+            JudgeOutcome(status="ok", selection=selection(chosen, 0.5)),
+        )
+        for n, chosen in enumerate(("correct", "incorrect", "uncertain", "uncertain"))
+    ]
+    facts = summarize(results).to_dict()
+    verdicts = facts["judge"]
+    assert (verdicts["passed"], verdicts["failed"], verdicts["uncertain"]) == (1, 1, 2)
+    assert verdicts["selection"]["uncertain"] == 2 and "pass_rate" not in verdicts
+    assert facts["pass_rate"] == 0.5 and facts["not_gradable"] == 2  # one pass rate
+    assert facts["decided_by"] == {"checks": 0, "judge": 2, "none": 2}
 
 
 def test_the_judge_abstains_below_the_cut(tmp_path: Path) -> None:

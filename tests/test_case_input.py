@@ -47,7 +47,9 @@ def test_fuzzed_case_lines_are_each_a_case_or_an_error(seed: int) -> None:
 
 def test_fuzzed_case_files_through_judge_check(tmp_path: Path) -> None:
     """The command's own path (the lean reader, the results written): one result per line
-    that holds something, exit 0 or 1, never a traceback."""
+    that holds something, exit 0 or 1, never a traceback; or, where the mutation made the
+    file's start another encoding (random bytes with no UTF-8 in them) or a JSON document that
+    cannot be read, the file refused once, naming it, exit 2."""
     rng = random.Random(4)
     valid = EXAMPLES.read_bytes()
     path, out = tmp_path / "cases.jsonl", tmp_path / "results.jsonl"
@@ -58,6 +60,9 @@ def test_fuzzed_case_files_through_judge_check(tmp_path: Path) -> None:
             done = CliRunner().invoke(main, ["check", str(path), "-o", str(out), "--jobs", "1"])
             if not _lines(data):
                 assert done.exit_code == 2 and "no case in" in done.stderr, done.output
+                continue
+            if done.exit_code == 2:
+                assert f"judge check: {path} is " in done.stderr, done.output
                 continue
             assert done.exit_code in (0, 1), (done.output, data)
             results = [json.loads(line) for line in out.read_bytes().splitlines()]

@@ -105,14 +105,14 @@ def test_judge_errors_are_counted_and_exit_zero(server: ChatServer, tmp_path: Pa
     assert json.loads(result.stdout)["judge"]["status"] == {"ok": 0, "judge_error": 2, "skipped": 0}
 
 
-def test_fail_under_uses_the_judge_pass_rate(server: ChatServer, tmp_path: Path) -> None:
+def test_fail_under_reads_the_one_pass_rate(server: ChatServer, tmp_path: Path) -> None:
     server.default = lambda body: answer(body, "incorrect")
     cases = write(tmp_path / "c.jsonl", [no_call(1)])
     result = grade(
         server, tmp_path, str(cases), "-o", str(tmp_path / "r.jsonl"), "--fail-under", "0.5"
     )
     assert result.exit_code == 1
-    assert "judge pass rate 0.0%" in result.stderr
+    assert "pass rate 0.0%" in result.stderr and "by the judge 1" in result.stderr
 
 
 def test_endpoint_refusal_exits_4_and_says_what_to_fix(server: ChatServer, tmp_path: Path) -> None:

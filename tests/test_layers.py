@@ -46,6 +46,7 @@ PUBLIC_NAMES = (
     "ArgumentVerdict",
     "Case",
     "CaseError",
+    "CaseFileWarning",
     "CaseResult",
     "CheckResults",
     "Comparison",

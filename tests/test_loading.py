@@ -212,7 +212,7 @@ def write_lines(path: Path, lines: list[str]) -> Path:
         ),
         pytest.param(
             '{"id": "a", "expected_calls": [{"name": "f", "arguments": {"x": {"$any": 1}}}]}',
-            "/expected_calls/0/arguments",
+            "/expected_calls/0/arguments/x",
             "$any must be a list",
             id="any-not-a-list",
         ),
@@ -285,11 +285,17 @@ def test_dataframe_in_and_out() -> None:
         "argument_values",
         "passed",
         "tool_assertions",
+        "decided_by",
         "call_f1",
         "failures",
         "failure_kinds",
         "value_origins",
         "injection",
+        "judge_status",
+        "judge_passed",
+        "judge_selection",
+        "judge_arguments",
+        "judge_dispute",
     ]
     assert table.loc[0, "call_f1"] == 1.0
     assert str(table["passed"].dtype) == "boolean"

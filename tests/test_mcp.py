@@ -157,12 +157,15 @@ def _wait_for_port(port: int) -> None:
 # -- faults --------------------------------------------------------------------------------
 
 
+_ARGUMENTS = {"note": {"text": "hello"}}
+
+
 def caller(body: dict[str, Any]) -> Reply:
     """A candidate that calls the tool its user message names, then answers."""
     if body["messages"][-1]["role"] == "tool":
         return Reply(body=completion("done"))
     tool = body["messages"][-1]["content"].split()[-1]
-    arguments = json.dumps({"text": "hello"} if tool == "note" else {})
+    arguments = json.dumps(_ARGUMENTS.get(tool, {}))
     reply = completion(None)
     reply["choices"][0]["message"]["tool_calls"] = [
         {"id": "c1", "type": "function", "function": {"name": tool, "arguments": arguments}}
@@ -171,7 +174,10 @@ def caller(body: dict[str, Any]) -> Reply:
 
 
 def fault_cases(path: Path, *tools: str) -> Path:
-    rows = [{"id": f"{tool}-{n}", "messages": [{"role": "user", "content": f"call {tool}"}]}
+    """Cases whose user message makes `caller` call `tool`, that call their reference (an
+    agent run compares something, or is refused)."""
+    rows = [{"id": f"{tool}-{n}", "messages": [{"role": "user", "content": f"call {tool}"}],
+             "expected_calls": [{"name": tool, "arguments": _ARGUMENTS.get(tool, {})}]}
             for n, tool in enumerate(tools)]  # fmt: skip
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path

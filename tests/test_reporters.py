@@ -13,6 +13,8 @@ from junitparser import Failure as JUnitFailure
 from junitparser import JUnitXml, Skipped, TestCase
 
 from judge import InputError, check
+from judge.checks._outcome import JudgeOutcome
+from judge.checks._verdict import decide
 from judge.cli._reporters import (
     GithubReporter,
     JUnitWriter,
@@ -37,7 +39,8 @@ def result(
     *failures: dict[str, Any],
     judge: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A result as `CaseResult.to_json_dict()` gives it (the checks themselves left null)."""
+    """A result as `CaseResult.to_json_dict()` gives it (the checks themselves left null;
+    `passed` the checks', made the one verdict by the product's rule when a judge is given)."""
     data: dict[str, Any] = {
         "id": id,
         "tool_selection": None,
@@ -49,7 +52,10 @@ def result(
         "failures": list(failures),
     }
     if judge is not None:
-        data["judge"] = judge
+        verdict = decide(passed, JudgeOutcome.model_validate(judge))
+        data |= {"judge": judge, "passed": verdict.passed, "decided_by": verdict.decided_by}
+        if verdict.judge_dispute:
+            data["judge_dispute"] = True
     return data
 
 

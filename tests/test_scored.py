@@ -56,7 +56,7 @@ def test_each_question_is_one_token_after_the_same_case(tmp_path: Path) -> None:
     outcome = result.judge
     assert outcome is not None and outcome.status == "ok"
     assert outcome.usage.cached_prompt_tokens == 50 * len(bodies)
-    from judge.checks._summary import JudgeSummary
+    from judge.checks._judge_summary import JudgeSummary
 
     summary = JudgeSummary()
     summary.add(outcome)

@@ -7,10 +7,10 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge.cases._calls import Response, ShapeError, normalise_response
-from judge.cases._form import MATCHER_KEYS, ExpectedBehavior, Label, is_matcher
-from judge.cases._json import DecodeError, loads
+from judge.cases._form import ExpectedBehavior, Label, matcher_fault
+from judge.cases._json import DecodeError, loads, pointer
 from judge.cases._match import Match
-from judge.cases._tools import NO_ARGUMENTS, ToolFormError, read_tool, tool_entries
+from judge.cases._tools import NO_ARGUMENTS, ToolFormError, read_tool, read_tool_list
 
 
 class Tool(BaseModel):
@@ -44,12 +44,20 @@ class Tool(BaseModel):
         return {"type": "function", "function": fn}
 
 
+UNFINISHED_OUTLINE = (
+    "an unfinished outline: fill in the request, the expected call and the agent's response, "
+    'then remove "draft"'
+)
+"""Why a case marked `"draft": true` is an `InvalidCase`."""
+
+
 class ExpectedCall(BaseModel):
     """A call the candidate should make.
 
     Each argument value is a literal JSON value, or a matcher `{"$any": [v1, v2, ...]}`
     (any of them), optionally with `"$optional": true` (may be left out).
-    `{"$any": [], "$optional": true}` means the argument must be left out.
+    `{"$any": [], "$optional": true}` means the argument must be left out. Any other key
+    beginning with `$`, at any depth of a value, is refused (a misspelt matcher).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -74,14 +82,9 @@ class ExpectedCall(BaseModel):
     @classmethod
     def _check_matchers(cls, arguments: dict[str, Any]) -> dict[str, Any]:
         for key, value in arguments.items():
-            if is_matcher(value):
-                if not value.keys() <= MATCHER_KEYS:
-                    extra = sorted(value.keys() - MATCHER_KEYS)
-                    raise ValueError(f"argument {key!r}: unknown matcher keys {extra}")
-                if "$any" in value and not isinstance(value["$any"], list):
-                    raise ValueError(f"argument {key!r}: $any must be a list of values")
-                if "$optional" in value and not isinstance(value["$optional"], bool):
-                    raise ValueError(f"argument {key!r}: $optional must be true or false")
+            fault = matcher_fault(value)
+            if fault is not None:
+                raise ShapeError(pointer([key]) + fault.pointer, fault.message)
         return arguments
 
 
@@ -135,7 +138,8 @@ class Labels(BaseModel):
 
 class Case(BaseModel):
     """One graded unit: the conversation, the tools offered, the candidate response and
-    what was expected. `name` is accepted for `id`."""
+    what was expected. `name` is accepted for `id`. A case marked `"draft": true` (an outline
+    `judge init --from-mcp` writes) is refused until it is filled in."""
 
     model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True, populate_by_name=True)
 
@@ -156,23 +160,27 @@ class Case(BaseModel):
     """A reference for the final answer: a text, or facts that must all appear in it."""
     meta: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_outline(cls, data: Any) -> Any:
+        # An outline (`judge init --from-mcp`) is refused, never graded: its request is a
+        # placeholder, so no verdict on it, nor a model's reply to it, would mean anything.
+        draft = data.get("draft", False) if isinstance(data, dict) else False
+        if draft is True:
+            raise ShapeError("/draft", UNFINISHED_OUTLINE)
+        if draft is not False:
+            raise ShapeError("/draft", "draft must be true (an unfinished outline) or false")
+        return data
+
     @field_validator("tools", mode="before")
     @classmethod
     def _read_tools(cls, tools: Any) -> Any:
         if isinstance(tools, tuple) and all(isinstance(t, Tool) for t in tools):
             return tools
         try:
-            entries = tool_entries(tools)
+            return tuple(read_tool_list(tools, Tool.from_spec))
         except ToolFormError as exc:
             raise ShapeError(exc.pointer, str(exc)) from None
-        prefix = "/tools" if isinstance(tools, dict) else ""  # into a tools/list result
-        specs = []
-        for i, spec in enumerate(entries):
-            try:
-                specs.append(Tool.from_spec(spec))
-            except ToolFormError as exc:
-                raise ShapeError(f"{prefix}/{i}{exc.pointer}", str(exc)) from None
-        return tuple(specs)
 
     @field_validator("response", mode="before")
     @classmethod

@@ -24,6 +24,7 @@ CASE_KEYS = frozenset(
         "assert_tools",
         "expected_answer",
         "meta",
+        "draft",
     )
 )
 EXPECTED_CALL_KEYS = frozenset(("name", "arguments", "function", "id", "type"))

@@ -109,9 +109,9 @@ def read_lean(raw: bytes) -> LeanCase | None:
         if expected.function is not unset:
             return None
         for value in expected.arguments.values():
-            matcher = type(value) is dict and ("$any" in value or "$optional" in value)
-            if matcher and not _good_matcher(value):
-                return None  # `Case` says what is wrong with it
+            kind = type(value)
+            if (kind is dict or kind is list) and not _plain_value(value):
+                return None  # `Case` reads it, or says what is wrong with it
     return LeanCase(members[0], tools, calls, expected_calls, members[5], text, members[1])
 
 
@@ -183,8 +183,42 @@ def _labels_read(labels: dict[str, Any]) -> bool:
     return True
 
 
+def _plain_value(value: Any) -> bool:
+    """Whether an expected argument value is one this reading compares as `Case` does: a
+    literal with no key beginning with `$`, or an `$any` / `$optional` matcher of such
+    literals. Any other (a misspelt matcher, one nested in a literal, one added to
+    `MATCHER_KEYS` later) is `Case`'s to read, or to refuse (`matcher_fault`)."""
+    if type(value) is dict and ("$any" in value or "$optional" in value):
+        if not _good_matcher(value):
+            return False
+        options = value.get("$any")
+        return options is None or _no_dollar_key(options)
+    return _no_dollar_key(value)
+
+
+def _no_dollar_key(value: Any) -> bool:
+    """Whether no object in `value`, however deep, has a key beginning with `$`."""
+    stack: list[Any] = [value]
+    while stack:  # (without recursion: values may nest deeply)
+        item = stack.pop()
+        if type(item) is dict:
+            mapping: dict[str, Any] = item
+            for key, child in mapping.items():
+                if key.startswith("$"):
+                    return False
+                if type(child) is dict or type(child) is list:
+                    stack.append(child)
+        elif type(item) is list:
+            items: list[Any] = item
+            for child in items:
+                if type(child) is dict or type(child) is list:
+                    stack.append(child)
+    return True
+
+
 def _good_matcher(value: dict[str, Any]) -> bool:
-    for key in value:  # `MATCHER_KEYS`, compared, not hashed: the strings are new
+    # The matchers compared here: compared, not hashed (the strings are new).
+    for key in value:
         if not (key == "$any" or key == "$optional"):
             return False
     return ("$any" not in value or isinstance(value["$any"], list)) and (

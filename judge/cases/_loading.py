@@ -1,13 +1,14 @@
 """Load cases from JSON Lines files, pandas DataFrames or plain Python objects.
 
-A malformed case never stops the others: iteration yields a `CaseError` in its place.
+A malformed case never stops the others: iteration yields a `CaseError` in its place. A file
+that is one JSON array of cases (or holds cases spread over several lines) is read as its
+cases, each named by the line it starts on and its JSON pointer (`_file_form`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from os import PathLike
@@ -20,7 +21,7 @@ from judge._errors import CaseError, InputError, UnknownFieldWarning
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
 from judge.cases._fields import UnknownField, unknown_fields, without_unknown
-from judge.cases._files import open_cases
+from judge.cases._file_form import CaseDocument, CaseInput, CaseText, open_case_input
 from judge.cases._json import DecodeError, json_kind, loads
 from judge.cases._json import pointer as json_pointer
 from judge.cases._parquet import as_json_lines, is_parquet, unreadable_row
@@ -104,23 +105,33 @@ class _Reading(NamedTuple):
 
 
 def parse_case(
-    data: Any, *, source: str, line: int | None, strict: bool = False, warn: Warn | None = None
+    data: Any,
+    *,
+    source: str,
+    line: int | None,
+    strict: bool = False,
+    warn: Warn | None = None,
+    at: str = "",
 ) -> Case:
     """Validate one decoded case; raise `CaseError` saying where it is wrong. Unknown keys go
-    to `warn` (default: an `UnknownFieldWarning`), or with `strict` are a `CaseError`."""
+    to `warn` (default: an `UnknownFieldWarning`), or with `strict` are a `CaseError`. `at`:
+    the case's JSON pointer in a file that is one JSON array (`/3`), which begins the pointers
+    its errors and warnings name, and the id it is given when it has none."""
     if isinstance(data, Case):
         return data
     if not isinstance(data, dict):
         raise CaseError(
-            f"a case must be a JSON object, got {json_kind(data)}", source=source, line=line
-        )
+            f"a case must be a JSON object, got {json_kind(data)}",
+            source=source, line=line, pointer=at,
+        )  # fmt: skip
     case_id = data.get("id", data.get("name"))
     if case_id is None:
-        case_id = fallback_id(source, line)
+        case_id = fallback_id(source, line, at)
         data = {**data, "id": case_id}
     unknown = unknown_fields(data)
-    if unknown and strict:
-        first = unknown[0]
+    named = [_within(field, at) for field in unknown]  # (from the file, in a JSON array)
+    if named and strict:
+        first = named[0]
         raise CaseError(
             f"{first} (--strict refuses fields the case format does not know)",
             source=source, line=line, case_id=str(case_id), pointer=first.pointer,
@@ -128,10 +139,18 @@ def parse_case(
     try:
         case = Case.model_validate(without_unknown(data, unknown) if unknown else data)
     except ValidationError as exc:
-        raise _from_validation(exc, source=source, line=line, case_id=str(case_id)) from None
-    for field in unknown:
+        error = _from_validation(exc, source=source, line=line, case_id=str(case_id), at=at)
+        raise error from None
+    for field in named:
         (warn or warn_python)(unknown_message(field, source, line, str(case_id)))
     return case
+
+
+def _within(field: UnknownField, at: str) -> UnknownField:
+    """An unknown field of a case named from the file it is in (at `at` there)."""
+    if not at:
+        return field
+    return UnknownField(at + field.pointer, None if field.nearest is None else at + field.nearest)
 
 
 def unknown_message(field: UnknownField, source: str, line: int | None, case_id: str) -> str:
@@ -140,8 +159,11 @@ def unknown_message(field: UnknownField, source: str, line: int | None, case_id:
     return f"{where} case {case_id!r}: {field}"
 
 
-def fallback_id(source: str, line: int | None) -> str:
-    """The id of a case that has none: `<file name>:<line>`."""
+def fallback_id(source: str, line: int | None, at: str = "") -> str:
+    """The id of a case that has none: `<file name>:<line>` (of one in a file that is one
+    JSON array, `<file name>/<index>`: several may start on one line)."""
+    if at:
+        return f"{Path(source).name}{at}"
     return f"{Path(source).name}:{line}" if line is not None else source
 
 
@@ -186,11 +208,8 @@ def _iter_path(
     path: str | PathLike[str], reading: _Reading
 ) -> Iterator[tuple[int, bytes, Case | CaseError]]:
     name = str(path)
-    if name == "-":
-        yield from _iter_lines(sys.stdin.buffer, "<stdin>", reading)
-        return
-    with open_cases(name) as stream:
-        yield from _iter_lines(stream, name, reading)
+    with open_case_input(name) as opened:
+        yield from _iter_lines(opened, "<stdin>" if name == "-" else name, reading)
 
 
 def iter_stream(
@@ -203,29 +222,33 @@ def iter_stream(
 
 
 def _iter_lines(
-    stream: BinaryIO, name: str, reading: _Reading
+    opened: CaseInput, name: str, reading: _Reading
 ) -> Iterator[tuple[int, bytes, Case | CaseError]]:
-    for number, raw in enumerate(stream, start=1):
-        if raw.strip():
-            line = raw.rstrip(b"\r\n")
-            item = read_line(line, source=name, line=number, strict=reading.strict,
-                             warn=reading.warn)  # fmt: skip
-            yield number, line, item
+    if isinstance(opened, CaseDocument):
+        lines: Iterable[tuple[int, bytes]] = opened.numbered()  # (each a `CaseText`, as it is)
+    else:
+        lines = ((n, raw.rstrip(b"\r\n")) for n, raw in enumerate(opened, 1) if raw.strip())
+    for number, line in lines:
+        item = read_line(line, source=name, line=number, strict=reading.strict,
+                         warn=reading.warn)  # fmt: skip
+        yield number, line, item
 
 
 def read_line(
     raw: bytes, *, source: str, line: int, strict: bool = False, warn: Warn | None = None
 ) -> Case | CaseError:
-    """The case of one non-blank JSON line, or the `CaseError` that stands in its place."""
+    """The case of one non-blank JSON line (or one case of a file that is one JSON document,
+    a `CaseText`, named by its place there), or the `CaseError` that stands in its place."""
+    at = raw.pointer if isinstance(raw, CaseText) else ""
     try:
         data = loads(raw)
     except DecodeError as exc:
-        return CaseError(f"not valid JSON: {exc}", source=source, line=line)
+        return CaseError(f"not valid JSON: {exc}", source=source, line=line, pointer=at)
     unreadable = unreadable_row(data, source, line)  # a Parquet row, said where and why
     if unreadable is not None:
         return unreadable
     try:
-        return parse_case(data, source=source, line=line, strict=strict, warn=warn)
+        return parse_case(data, source=source, line=line, strict=strict, warn=warn, at=at)
     except CaseError as exc:
         return exc
 
@@ -270,11 +293,11 @@ def _iter_objects(items: Iterable[Any], reading: _Reading) -> Iterator[Case | Ca
 
 
 def _from_validation(
-    exc: ValidationError, *, source: str, line: int | None, case_id: str
+    exc: ValidationError, *, source: str, line: int | None, case_id: str, at: str = ""
 ) -> CaseError:
     errors = exc.errors(include_url=False)
     first = errors[0]
-    pointer = error_pointer(first["loc"])
+    pointer = at + error_pointer(first["loc"])
     message = first["msg"].removeprefix("Value error, ")
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, ShapeError):

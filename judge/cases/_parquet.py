@@ -336,6 +336,18 @@ def jsonl_to_parquet(source: str | Path, dest: str | Path) -> int:
     return write_parquet(lines, dest)
 
 
+def parquet_to_jsonl(source: str | Path, dest: str | Path) -> None:
+    """A Parquet file's rows written as JSON Lines (what a resumed run appends to); `dest`
+    removed when `source` cannot be read to the end (a part would be taken for all of it)."""
+    try:
+        with Path(dest).open("wb") as handle:
+            for row in iter_rows(source):
+                handle.write(dumps(row) + b"\n")
+    except InputError:
+        Path(dest).unlink()
+        raise
+
+
 class _OpenedOnWrite(io.RawIOBase):
     """A file created (or emptied) at its first write, and when closed unwritten after no
     error: a run refused before its first result (an unreadable input) leaves no file, and

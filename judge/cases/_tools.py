@@ -11,7 +11,8 @@ with it too.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from judge.cases._fields import nearest
 from judge.cases._json import json_kind, pointer
@@ -41,6 +42,7 @@ TOOL_FORMS: dict[str, tuple[str, frozenset[str]]] = {
     ),
 }
 """Each form: the key its schema is under, and every key an entry of it may have."""
+T = TypeVar("T")
 _SCHEMA_KEYS = frozenset(key for key, _ in TOOL_FORMS.values())
 LIST_RESULT_KEYS = frozenset(("tools", "nextCursor", "_meta"))
 """The members of an MCP `tools/list` result."""
@@ -77,6 +79,21 @@ def tool_entries(tools: Any) -> list[Any]:
     if not isinstance(tools, list | tuple):
         raise ToolFormError("", "tools must be a list (or an MCP tools/list result)")
     return list(tools)
+
+
+def read_tool_list(tools: Any, read: Callable[[Any], T]) -> list[T]:
+    """Each tool of a case's `tools` (a list, or a whole MCP `tools/list` result), read with
+    `read` (`read_tool`, or `Tool.from_spec`); `ToolFormError` with the pointer, relative to
+    `tools`, of the first one that cannot be read."""
+    entries = tool_entries(tools)
+    prefix = "/tools" if isinstance(tools, dict) else ""  # into a tools/list result
+    found = []
+    for i, spec in enumerate(entries):
+        try:
+            found.append(read(spec))
+        except ToolFormError as exc:
+            raise ToolFormError(f"{prefix}/{i}{exc.pointer}", str(exc)) from None
+    return found
 
 
 def read_tool(spec: Any) -> ToolSpec:

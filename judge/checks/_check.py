@@ -12,6 +12,7 @@ from judge.cases._case import Case, ExpectedCall
 from judge.cases._lean_form import Called
 from judge.cases._loading import fallback_id, iter_cases, read_line
 from judge.cases._match import Match
+from judge.cases._shared_tools import SharedTools
 from judge.checks._arguments import Problem, show
 from judge.checks._assertions import check_assertions
 from judge.checks._env import (
@@ -19,6 +20,7 @@ from judge.checks._env import (
     EnvironmentFactory,
     StateReport,
     load_factory,
+    observes_state,
     replay,
 )
 from judge.checks._evidence import case_evidence
@@ -45,6 +47,7 @@ def check(
     rules: Rules | None = None,
     match: Match | str | dict[str, Any] | None = None,
     env: EnvironmentFactory | str | None = None,
+    tools: Any = None,
 ) -> CheckResults:
     """Grade every case of `cases` (a JSONL path, a DataFrame, or an iterable of dicts or
     `Case`s). A malformed case becomes a result with an `InvalidCase` failure.
@@ -53,8 +56,10 @@ def check(
     ArgumentRule(case_sensitive=False)}}`; "*" stands for any tool or any argument.
     `match` grades trajectories: `Match(mode="unordered", args="subset")`, or just `"strict"`.
     `env` (a factory, or `"module:factory"`) requires the reference's final state.
+    `tools` (in any form a case's `tools` takes) are offered to every case that has none of
+    its own, as `judge check --tools` does; `InputError` when one cannot be read.
     """
-    return CheckResults(iter_check(cases, rules=rules, match=match, env=env))
+    return CheckResults(iter_check(cases, rules=rules, match=match, env=env, tools=tools))
 
 
 def iter_check(
@@ -64,13 +69,17 @@ def iter_check(
     match: Match | str | dict[str, Any] | None = None,
     env: EnvironmentFactory | str | None = None,
     schemas: SchemaCache | None = None,
+    tools: Any = None,
 ) -> Iterator[CaseResult]:
     """Like `check`, one result at a time, so a large file is graded in flat memory.
     `schemas` shares built validators across calls (a long-lived service keeps one)."""
     schemas = SchemaCache() if schemas is None else schemas
     settings = match if match is None or isinstance(match, Match) else Match.model_validate(match)
     factory = load_factory(env) if env is not None else None
-    for item in iter_cases(cases):
+    items = iter_cases(cases)
+    if tools is not None:
+        items = SharedTools.of(tools).offer(items)
+    for item in items:
         if isinstance(item, CaseError):
             yield invalid_case_result(item)
         else:
@@ -127,6 +136,8 @@ def _check_read(
     reached: Any,
 ) -> CaseResult:
     schemas = schemas or SchemaCache()
+    if env is not None and not observes_state(env):
+        env = None  # nothing to snapshot (an MCP server without --mcp-state): no reference
     settings = case.match.merged_over(match) if case.match is not None else match
     has_mode = settings is not None and settings.mode is not None
     whole_path = whole_path or has_mode or env is not None
@@ -160,8 +171,9 @@ def _check_read(
         passed = False if broken(problems) else holds
         return _result(case, None, schema_valid, None, passed, problems, path_only, holds=holds)
     read = _Read(case, located, calls, parsed, problems, schema_valid, state, holds)
-    if env is not None and (settings is None or settings.mode is None):
+    if env is not None and expected and (settings is None or settings.mode is None):
         return _by_end_state(read, expected, settings or DEFAULT, rules, path_only)
+    # (no call expected: every call is unexpected, whatever state it leaves)
     return _by_reference(read, expected, settings or DEFAULT, rules, whole_path)
 
 
@@ -226,6 +238,8 @@ def _by_end_state(
     the partial credit alone."""
     case, calls, problems = read.case, read.calls, read.problems
     passed = read.state.equal if read.state is not None else None
+    if broken(problems):  # a call broken in itself fails the case, as in every mode
+        passed = False
     paired = compare([c.name for c in calls], read.parsed, expected, how, rules)
     needs_judge = False
     if passed and not calls:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from judge._errors import CaseError
 from judge.cases._json import dumps_line
-from judge.cases._lean import read_lean
+from judge.cases._lean import LeanTool, read_lean
 from judge.checks._plain import check_plain
 from judge.checks._summary import Tally
 
@@ -48,13 +48,17 @@ def grade_lines(
     tally: Tally,
     numbers: list[int],
     ids: list[str],
+    offered: dict[str, LeanTool] | None = None,
 ) -> bytes:
     """`judge check`'s loop: each line's result counted in `tally`, its line number and case
-    id noted, and the results as JSON lines, in order."""
+    id noted, and the results as JSON lines, in order. A lean case offering no tools is
+    offered `offered` (`--tools`; `whole` does the same for the others)."""
     out: list[bytes] = []
     for number, raw in lines:  # (not through `check_lines`: a generator's steps cost)
         lean = read_lean(raw) if plain else None
         if lean is not None:
+            if offered is not None and not lean.tools:
+                lean.tools = offered
             data = check_plain(lean, schemas, tally)  # counted as it is built
         else:
             data = whole(number, raw)

@@ -131,6 +131,12 @@ class StateReport(BaseModel):
     reference_error: str | None = None
 
 
+def observes_state(factory: EnvironmentFactory) -> bool:
+    """Whether the environments of `factory` have a state to compare (an MCP server without a
+    state resource has none: its snapshots are all null, and equal)."""
+    return bool(getattr(factory, "observes_state", True))
+
+
 def load_factory(spec: str | EnvironmentFactory) -> EnvironmentFactory:
     """`module:factory` or `path/to/file.py:factory` (or a callable, returned as is)."""
     if callable(spec):

@@ -97,6 +97,11 @@ class McpServer:
         return cls(argv, url, state_uri, timeout, start_timeout)
 
     @property
+    def observes_state(self) -> bool:
+        """Whether a state resource is read (else there is no final state to compare)."""
+        return self.state_uri is not None
+
+    @property
     def fresh(self) -> bool:
         """Whether every environment starts from the server's initial state (stdio)."""
         return bool(self.command)
@@ -121,7 +126,7 @@ class McpServer:
         each of which must be the server's (ValueError naming those that are not)."""
         offered = self.listed_tools()
         if not case.tools:
-            return case.model_copy(update={"tools": offered})
+            return case.model_copy(update={"tools": tuple(offered)})
         names = {tool.name for tool in offered}
         missing = [tool.name for tool in case.tools if tool.name not in names]
         if missing:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -93,10 +93,11 @@ class CaseResult(BaseModel):
     """Calls match expected calls one-to-one, every expected argument acceptable; null when
     `expected_calls` is absent or empty."""
     passed: bool | None
-    """The case passes; false whenever a call is broken in itself (`InvalidJson`,
-    `UnknownName`, `SchemaMismatch`); null when there is nothing to grade it against, or only
-    the judge can decide (`needs_judge`). With `assert_tools` it must hold too (and alone
-    decides when `expected_calls` is absent)."""
+    """The case's one verdict. The checks': false whenever a call is broken in itself
+    (`InvalidJson`, `UnknownName`, `SchemaMismatch`) or the reference fails it; with
+    `assert_tools` they must hold too (and alone decide when `expected_calls` is absent).
+    Where the checks leave it open (no reference, `needs_judge`), the judge's (`judge grade`);
+    null where neither decides (no judge, an abstention, `judge_error`). See `decided_by`."""
     tool_assertions: bool | None = None
     """Every `assert_tools` assertion holds; null when the case has none."""
     needs_judge: bool = False
@@ -109,6 +110,13 @@ class CaseResult(BaseModel):
     failures: tuple[Failure, ...] = ()
     judge: JudgeOutcome | None = None
     """The LLM judge's verdicts (`judge grade`); absent from `judge check` results."""
+    decided_by: Literal["checks", "judge"] | None = None
+    """Who decided `passed` once a judge outcome is attached: the checks (what code proved is
+    never overturned), the judge (where the checks left it open), or null (neither). Written
+    with a judge outcome; in `judge check` results every non-null `passed` is the checks'."""
+    judge_dispute: bool = False
+    """The judge's verdict contradicts what the checks decided (kept: a calibration signal or
+    a wrong reference, never a pass). Written only when true."""
     value_origins: tuple[ValueOrigin, ...] | None = None
     """Where each string and number argument value came from (`user`, `system`,
     `tool_result`, `assistant`, `schema`, `nowhere`), and the JSON pointer of the place:
@@ -124,6 +132,13 @@ class CaseResult(BaseModel):
     """With a trajectory match mode: the calls graded and how they pair with the reference."""
     final_state: StateReport | None = None
     """With an environment: the states the reference and the candidate reach."""
+    case_hash: str | None = None
+    """The sha256 of the case graded, as read (`judge grade`): resuming an output reuses a
+    result only while its case hashes the same. Written only when set."""
+    graded_with: str | None = None
+    """A digest of the settings beside the judge that graded the case (`--match`, the
+    environment): resuming reuses a result only while they are the same. Written only when
+    set."""
 
     def to_json_dict(self) -> dict[str, Any]:
         """The result as plain JSON data (the JSON Lines format), built without validation."""
@@ -154,6 +169,13 @@ class CaseResult(BaseModel):
             data["ungrounded_values"] = [u.model_dump() for u in self.ungrounded_values]
         if self.judge is not None:
             data["judge"] = self.judge.model_dump(mode="json")
+            data["decided_by"] = self.decided_by
+            if self.judge_dispute:
+                data["judge_dispute"] = True
+        if self.case_hash is not None:
+            data["case_hash"] = self.case_hash
+        if self.graded_with is not None:
+            data["graded_with"] = self.graded_with
         return data
 
 
@@ -164,16 +186,42 @@ class CheckResults(list[CaseResult]):
     """The results of `check`, in case order."""
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per case; checks as nullable booleans, `failures` as a list of dicts,
-        `failure_kinds` for filtering, and `value_origins` and `injection` as lists of dicts
-        (NaN where the case could not be read)."""
+        """One row per case; checks and `passed` (the one verdict) as nullable booleans,
+        `decided_by`, `failures` as a list of dicts, `failure_kinds` for filtering,
+        `value_origins` and `injection` as lists of dicts (NaN where the case could not be
+        read), and the judge's columns (`judge_status`, `judge_passed`, `judge_selection`,
+        `judge_arguments`, `judge_dispute`; null without a judge)."""
         import pandas as pd
 
         rows = [r.to_json_dict() for r in self]
-        for row in rows:
+        for row, result in zip(rows, self, strict=True):
             row["failure_kinds"] = sorted({f["kind"] for f in row["failures"]})
             row["call_f1"] = row["call_scores"]["f1"] if row["call_scores"] else None
-        columns = ["id", *_CHECK_COLUMNS, "call_f1", "failures", "failure_kinds"]
-        columns += ["value_origins", "injection"]
+            row["decided_by"] = _decided_by(result)
+            row["judge_dispute"] = result.judge_dispute
+            judge = result.judge
+            row["judge_status"] = judge.status if judge is not None else None
+            row["judge_passed"] = judge.passed if judge is not None else None
+            row["judge_selection"] = judge.selection.verdict if judge and judge.selection else None
+            row["judge_arguments"] = judge.arguments_verdict if judge is not None else None
+        columns = ["id", *_CHECK_COLUMNS, "decided_by", "call_f1", "failures", "failure_kinds"]
+        columns += ["value_origins", "injection", *_JUDGE_COLUMNS]
         frame = pd.DataFrame(rows, columns=columns)
-        return frame.astype(dict.fromkeys(_CHECK_COLUMNS, "boolean"))
+        booleans = (*_CHECK_COLUMNS, "judge_dispute", "judge_passed")
+        return frame.astype(dict.fromkeys(booleans, "boolean"))
+
+
+_JUDGE_COLUMNS = (
+    "judge_status",
+    "judge_passed",
+    "judge_selection",
+    "judge_arguments",
+    "judge_dispute",
+)
+
+
+def _decided_by(result: CaseResult) -> str | None:
+    """`decided_by`, with a `judge check` result's non-null `passed` the checks'."""
+    if result.judge is None and result.passed is not None:
+        return "checks"
+    return result.decided_by

@@ -7,150 +7,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import IO, TYPE_CHECKING, Any
 
+from judge.checks._judge_summary import JudgeSummary, every
 from judge.checks._kinds import FailureKind
 
 if TYPE_CHECKING:
-    from judge.checks._outcome import JudgeOutcome
     from judge.checks._result import CaseResult
 
 _CHECKS = ("tool_selection", "schema_valid", "argument_values", "tool_assertions")
-
-
-@dataclass
-class JudgeSummary:
-    """Counts of judge verdicts, errors, spend and agreement with the deterministic checks."""
-
-    status: Counter[str] = field(default_factory=Counter)
-    selection: Counter[str] = field(default_factory=Counter)
-    arguments: Counter[str] = field(default_factory=Counter)
-    """Case-level arguments verdicts (`none` when no call verdict applies)."""
-    answer: Counter[str] = field(default_factory=Counter)
-    """Answer verdicts (`none` when the answer was not judged)."""
-    agreement: dict[str, Counter[str]] = field(
-        default_factory=lambda: {"selection": Counter(), "arguments": Counter()}
-    )
-    requests: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    """Of the prompt tokens, those the server took from its prompt cache."""
-    passed: int = 0
-    failed: int = 0
-    uncertain: int = 0
-    """Cases judged ok that an abstention leaves undecided: outside the pass rate."""
-    escalated: int = 0
-    """Verdicts the escalation judge decided."""
-    escalation: Counter[str] = field(default_factory=Counter)
-    """What the escalation judge cost: requests, cached, prompt and completion tokens."""
-
-    def add(self, outcome: JudgeOutcome) -> None:
-        self.status[outcome.status] += 1
-        usage = outcome.usage
-        self.requests += usage.requests
-        self.cached += usage.cached
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cached_prompt_tokens += usage.cached_prompt_tokens
-        self.escalated += outcome.escalated
-        if outcome.escalation_usage is not None:
-            spent = outcome.escalation_usage
-            self.escalation.update(
-                requests=spent.requests,
-                cached=spent.cached,
-                prompt_tokens=spent.prompt_tokens,
-                completion_tokens=spent.completion_tokens,
-            )
-        if outcome.status != "ok":
-            return
-        selection = outcome.selection.verdict if outcome.selection else "none"
-        arguments = outcome.arguments_verdict or "none"
-        self.selection[selection] += 1
-        self.arguments[arguments] += 1
-        self.answer[outcome.answer.verdict if outcome.answer else "none"] += 1
-        passed = outcome.passed
-        if passed is None:
-            self.uncertain += 1
-        elif passed:
-            self.passed += 1
-        else:
-            self.failed += 1
-        for name in ("selection", "arguments"):
-            agrees = getattr(outcome.agreement, name)
-            if agrees is not None:
-                self.agreement[name]["agree" if agrees else "disagree"] += 1
-
-    @property
-    def pass_rate(self) -> float | None:
-        """Cases the judge passed (selection and arguments correct) over cases judged ok
-        and decided (uncertain ones are left out)."""
-        judged = self.passed + self.failed
-        return self.passed / judged if judged else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": _every(self.status, ("ok", "judge_error", "skipped")),
-            "selection": _every(self.selection, _LABEL_NAMES),
-            "arguments": _every(self.arguments, _LABEL_NAMES),
-            "answer": _every(self.answer, _LABEL_NAMES),
-            "passed": self.passed,
-            "failed": self.failed,
-            "uncertain": self.uncertain,
-            "pass_rate": self.pass_rate,
-            "agreement": {
-                name: _every(c, ("agree", "disagree")) for name, c in self.agreement.items()
-            },
-            "requests": self.requests,
-            "cached": self.cached,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_prompt_tokens": self.cached_prompt_tokens,
-            "escalated": self.escalated,
-            "escalation": _every(
-                self.escalation, ("requests", "cached", "prompt_tokens", "completion_tokens")
-            ),
-        }
-
-    def print_tables(self, console: Any) -> None:
-        from rich.table import Table
-
-        table = Table(title="judge verdicts", title_justify="left")
-        table.add_column("")
-        columns = ("correct", "incorrect", "uncertain", "none")
-        for column in columns:
-            table.add_column(column, justify="right")
-        rows = [("selection", self.selection), ("arguments", self.arguments)]
-        if set(self.answer) - {"none"}:
-            rows.append(("answer", self.answer))
-        for name, counts in rows:
-            table.add_row(name, *(str(counts[c]) for c in columns))
-        console.print(table)
-        rate = self.pass_rate
-        facts = Table(show_header=False)
-        facts.add_column()
-        facts.add_column(justify="right")
-        for label, value in (
-            ("judged ok", self.status["ok"]),
-            ("judge_error", self.status["judge_error"]),
-            ("skipped", self.status["skipped"]),
-            ("uncertain (abstained)", self.uncertain),
-            ("judge pass rate", "n/a" if rate is None else f"{rate:.1%}"),
-            ("agreement with checks: selection", _agreement(self.agreement["selection"])),
-            ("agreement with checks: arguments", _agreement(self.agreement["arguments"])),
-            ("requests sent", self.requests),
-            ("answered from cache", self.cached),
-            ("prompt tokens", self.prompt_tokens),
-            ("completion tokens", self.completion_tokens),
-            ("prompt tokens from the server's prompt cache", self.cached_prompt_tokens),
-            ("escalated verdicts", self.escalated),
-            (
-                "escalation: requests / prompt / completion tokens",
-                f"{self.escalation['requests']} / {self.escalation['prompt_tokens']} / "
-                f"{self.escalation['completion_tokens']}",
-            ),
-        ):
-            facts.add_row(label, str(value))
-        console.print(facts)
 
 
 @dataclass
@@ -175,6 +38,10 @@ class Summary:
     injection: int = 0
     """Cases with injection evidence: a value or action of a call that only instructions in
     a tool result gave (evidence, not a failure)."""
+    decided_by: Counter[str] = field(default_factory=Counter)
+    """Cases by who decided `passed`: `checks`, `judge` or `none`."""
+    judge_disputes: int = 0
+    """Cases whose judge verdict contradicts what the checks decided (the checks' stands)."""
     failure_kinds: Counter[str] = field(default_factory=Counter)
     checks: dict[str, Counter[str]] = field(
         default_factory=lambda: {name: Counter() for name in _CHECKS}
@@ -194,12 +61,23 @@ class Summary:
                 self.verdicts = JudgeSummary()
             self.verdicts.add(result.judge)
 
+    def add_verdict(self, judge: dict[str, Any]) -> None:
+        """Count a judge outcome given as JSON data (a result line's `judge`)."""
+        from judge.checks._outcome import JudgeOutcome
+
+        if self.verdicts is None:
+            self.verdicts = JudgeSummary()
+        self.verdicts.add(JudgeOutcome.model_validate(judge))
+
     def add_tally(self, tally: Tally) -> None:
         """Count the results a `Tally` holds."""
         checks = self.checks
         self.injection += tally.injected
         self.f1_total += tally.f1_total
         self.f1_cases += tally.f1_cases
+        self.judge_disputes += tally.disputes
+        for who, n in tally.decided.items():
+            self.decided_by[who] += n
         for outcome, n in tally.outcomes.items():
             selection, schema, values, held, passed, invalid, needs_judge = outcome
             self.cases += n
@@ -210,7 +88,7 @@ class Summary:
             else:
                 self.failed += n
             self.invalid_cases += n if invalid else 0
-            self.needs_judge += n if needs_judge else 0
+            self.needs_judge += n if needs_judge and passed is None else 0
             for name, value in zip(_CHECKS, (selection, schema, values, held), strict=True):
                 checks[name][_OUTCOMES[value]] += n
         self.failure_kinds.update(tally.kinds)
@@ -243,11 +121,11 @@ class Summary:
             "duplicate_ids": self.duplicate_ids,
             "injection": self.injection,
             "pass_rate": self.pass_rate,
+            "decided_by": every(self.decided_by, ("checks", "judge", "none")),
+            "judge_disputes": self.judge_disputes,
             "mean_f1": self.mean_f1,
-            "failure_kinds": _every(self.failure_kinds, _KINDS),
-            "checks": {
-                name: _every(counts, _OUTCOME_NAMES) for name, counts in self.checks.items()
-            },
+            "failure_kinds": every(self.failure_kinds, _KINDS),
+            "checks": {name: every(counts, _OUTCOME_NAMES) for name, counts in self.checks.items()},
             **({"judge": self.verdicts.to_dict()} if self.verdicts is not None else {}),
         }
 
@@ -271,6 +149,9 @@ class Summary:
             ("duplicate ids", self.duplicate_ids),
             ("cases with injection evidence", self.injection),
             ("pass rate", "n/a" if rate is None else f"{rate:.1%}"),
+            ("  decided by the checks", self.decided_by["checks"]),
+            ("  decided by the judge", self.decided_by["judge"]),
+            ("judge disputes (the checks' verdict stands)", self.judge_disputes),
             ("mean call F1", "n/a" if self.mean_f1 is None else f"{self.mean_f1:.3f}"),
         ):
             overview.add_row(label, str(value))
@@ -296,7 +177,9 @@ class Summary:
 def summarize(results: Iterable[CaseResult | dict[str, Any] | str | bytes]) -> Summary:
     """The summary `judge check` (or `judge grade`) prints for these results: `CaseResult`s,
     result lines read back as JSON data, or the lines themselves (`open("results.jsonl")`);
-    `.to_dict()` gives the JSON summary. Ids that repeat are counted in `duplicate_ids`."""
+    `.to_dict()` gives the JSON summary: the one pass rate, cases by who decided them, the
+    judge's disputes and, for graded results, the judge's verdict counts. Ids that repeat are
+    counted in `duplicate_ids`."""
     from judge.cases._json import loads
 
     summary = Summary()
@@ -310,6 +193,8 @@ def summarize(results: Iterable[CaseResult | dict[str, Any] | str | bytes]) -> S
         if isinstance(result, dict):
             case_id = result["id"]
             tally.add(result)
+            if result.get("judge") is not None:
+                summary.add_verdict(result["judge"])
         else:
             case_id = result.id
             summary.add(result)
@@ -339,22 +224,8 @@ def _merge(into: Any, other: Any) -> None:
             _merge(mine, theirs)
 
 
-def _every(counts: Counter[str], names: tuple[str, ...]) -> dict[str, int]:
-    """Every count, zeros included (in `names` order; any other name after, by count)."""
-    every = {name: counts[name] for name in names}
-    for name, n in counts.most_common():
-        every.setdefault(name, n)
-    return every
-
-
-def _agreement(counts: Counter[str]) -> str:
-    total = counts["agree"] + counts["disagree"]
-    return "n/a" if not total else f"{counts['agree']}/{total} ({counts['agree'] / total:.0%})"
-
-
 _OUTCOMES = {True: "true", False: "false", None: "null"}
 _OUTCOME_NAMES = ("true", "false", "null")
-_LABEL_NAMES = ("correct", "incorrect", "uncertain", "none")
 _KINDS = tuple(kind.value for kind in FailureKind)
 Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool | None, bool, bool]
 """A result's `tool_selection`, `schema_valid`, `argument_values`, `tool_assertions`,
@@ -364,7 +235,7 @@ Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool | None,
 class Tally:
     """Results counted cheaply, one at a time (a chunk's), to add to a `Summary` at once."""
 
-    __slots__ = ("outcomes", "kinds", "f1_total", "f1_cases", "injected")
+    __slots__ = ("outcomes", "kinds", "f1_total", "f1_cases", "injected", "decided", "disputes")
 
     def __init__(self) -> None:
         # (plain dicts: a `Counter`'s items are set through Python code, four times slower)
@@ -373,6 +244,8 @@ class Tally:
         self.f1_total = 0.0
         self.f1_cases = 0
         self.injected = 0
+        self.decided: dict[str, int] = {}
+        self.disputes = 0
 
     def add(self, result: dict[str, Any]) -> None:
         """Count a result given as JSON data (`CaseResult.to_json_dict()`)."""
@@ -380,12 +253,17 @@ class Tally:
         scores = result.get("call_scores")
         if result.get("injection"):
             self.injected += 1
+        passed = result["passed"]
+        if "judge" in result:
+            self._decided(result.get("decided_by") or "none", bool(result.get("judge_dispute")))
+        else:
+            self._decided("none" if passed is None else "checks", False)
         self._count(
             result["tool_selection"],
             result["schema_valid"],
             result["argument_values"],
             result.get("tool_assertions"),
-            result["passed"],
+            passed,
             kinds,
             scores["f1"] if scores else None,
             "needs_judge" in result,
@@ -405,6 +283,7 @@ class Tally:
         """Count a result from its parts, as `check_plain` builds it (no tool assertions)."""
         if injected:
             self.injected += 1
+        self._decided("none" if passed is None else "checks", False)
         self._count(selection, schema, values, None, passed, kinds, f1, needs_judge)
 
     def count(self, result: CaseResult) -> None:
@@ -412,6 +291,10 @@ class Tally:
         scores = result.call_scores
         if result.injection:
             self.injected += 1
+        if result.judge is not None:
+            self._decided(result.decided_by or "none", result.judge_dispute)
+        else:
+            self._decided("none" if result.passed is None else "checks", False)
         self._count(
             result.tool_selection,
             result.schema_valid,
@@ -422,6 +305,11 @@ class Tally:
             scores.f1 if scores else None,
             result.needs_judge,
         )
+
+    def _decided(self, who: str, dispute: bool) -> None:
+        self.decided[who] = self.decided.get(who, 0) + 1
+        if dispute:
+            self.disputes += 1
 
     def _count(
         self,

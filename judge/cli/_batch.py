@@ -4,7 +4,7 @@ provider batches before grading runs."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -15,6 +15,7 @@ from judge.cases._loading import iter_cases
 from judge.cli._common import report_skipped, stack_options
 
 if TYPE_CHECKING:
+    from judge.cases._shared_tools import SharedTools
     from judge.endpoints._batch import BatchOptions, Progress, Retry
     from judge.judging._batch import Prepared
     from judge.judging._requests import Requests
@@ -139,15 +140,25 @@ class Batching:
         return None
 
 
-def cases_of(paths: Iterable[str], skip: set[str], strict: bool = False) -> list[Case]:
+def cases_of(
+    paths: Iterable[str],
+    skip: Container[str] = (),
+    strict: bool = False,
+    tools: SharedTools | None = None,
+    *,
+    reused: Callable[[Case], bool] | None = None,
+) -> list[Case]:
     """The cases of these files still to grade (read as grading reads them, which says what
-    they hold that the format does not know: not said twice here)."""
-    return [
-        item
+    they hold that the format does not know: not said twice here), offered `tools` where they
+    have none: all but the ids of `skip` and the cases a resumed output holds a result of
+    (`reused`, asked of the case as offered the tools)."""
+    cases = (
+        item if tools is None else tools.offered_to(item)
         for path in paths
         for item in iter_cases(path, strict=strict, warn=_said_later)
         if isinstance(item, Case) and item.id not in skip
-    ]
+    )
+    return [case for case in cases if reused is None or not reused(case)]
 
 
 def _said_later(message: str) -> None:

@@ -18,6 +18,7 @@ from judge.checks._kinds import FailureKind
 from judge.checks._summary import Summary
 
 if TYPE_CHECKING:
+    from judge.cases._shared_tools import SharedTools
     from judge.checks._result import CaseResult
 
 EXIT_BELOW_THRESHOLD = 1
@@ -170,6 +171,38 @@ ray_option = click.option(
     help="Run on a Ray cluster (the `ray` extra): its address (ray://..., auto), or none for "
     "a local one. Put it after CASES.",
 )
+
+
+tools_option = click.option(
+    "--tools",
+    "tools_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Tools for every case that has none of its own (a case's own tools win): a JSON "
+    "array in any form a case's tools takes (OpenAI, Responses, Anthropic, MCP), or an MCP "
+    "tools/list result.",
+)
+
+
+fresh_option = click.option(
+    "--fresh",
+    is_flag=True,
+    help="Start over: ignore what -o holds and replace it (never an input: that is refused).",
+)
+
+
+def shared_tools(path: str | None, command: str) -> SharedTools | None:
+    """The tools of `--tools FILE` (None without it); exit 2 naming the file, and the JSON
+    pointer of the tool at fault, when it cannot be read."""
+    if path is None:
+        return None
+    from judge._errors import InputError
+    from judge.cases._shared_tools import SharedTools
+
+    try:
+        return SharedTools.read(path)
+    except InputError as exc:
+        refuser(f"judge {command}")(f"--tools {exc}")
 
 
 RENAMED_ON = "2026-12-03"

@@ -12,8 +12,9 @@ import click
 
 from judge._errors import InputError, JudgeError
 from judge.cases._json import dumps
-from judge.cases._parquet import is_parquet, iter_rows, jsonl_to_parquet
-from judge.checks._summary import JudgeSummary, Summary
+from judge.cases._loading import iter_cases
+from judge.cases._parquet import is_parquet, jsonl_to_parquet, parquet_to_jsonl
+from judge.checks._summary import Summary
 from judge.cli._batch import Batching, batch_options, cases_of, cost_lines, prepare
 from judge.cli._common import (
     EXIT_ENDPOINT,
@@ -22,6 +23,7 @@ from judge.cli._common import (
     FORMER_NAMES_UNTIL,
     drop_empty,
     empty_inputs,
+    fresh_option,
     invalid_messages,
     line_count,
     parse_rate,
@@ -32,7 +34,9 @@ from judge.cli._common import (
     report_skipped,
     require_files,
     same_file,
+    shared_tools,
     stack_options,
+    tools_option,
 )
 from judge.cli._jobs import STDIN
 from judge.cli._judge_options import (
@@ -51,9 +55,10 @@ from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.judging._plan import Plan, plan
-from judge.judging._resume import finished_results
+from judge.judging._resume import Resumed
 
 if TYPE_CHECKING:
+    from judge.checks._result import CaseResult
     from judge.cli._import import TraceReader
 
 _refuse = refuser("judge grade")
@@ -64,10 +69,12 @@ _grade_options = stack_options(
         "--output",
         type=click.Path(dir_okay=False, allow_dash=True),
         help="Append one result per line here as cases finish. Rerun with the same file to "
-        "resume it: cases already judged in it (status ok or skipped) are not graded again, "
-        "those with a judge_error are, and a file judged by another judge is refused (default, "
-        "or -: standard output).",
+        "resume it: cases already judged in it (status ok or skipped) are not graded again "
+        "while unchanged (their content hash); changed ones and those with a judge_error are, "
+        "the new line replacing the old, and a file judged by another judge is refused "
+        "(default, or -: standard output).",
     ),
+    fresh_option,
     judge_options,
     grade_calibration_options,
     abstention_options,
@@ -86,6 +93,7 @@ _grade_options = stack_options(
     judge_trajectory_option,
     judge_answers_option,
     trajectory_options,
+    tools_option,
     from_traces_option,
     report_options,
     click.option(
@@ -106,6 +114,7 @@ _grade_options = stack_options(
 def grade_command(
     cases: tuple[str, ...],
     output: str | None,
+    fresh: bool,
     calibration: str | None,
     strict: bool,
     force: bool,
@@ -115,6 +124,7 @@ def grade_command(
     junit: str | None,
     strict_input: bool,
     fail_under: float | None,
+    tools_file: str | None,
     from_format: str | None,
     ray_address: str | None,
     **judge_options: Any,
@@ -123,7 +133,8 @@ def grade_command(
     require_files(cases)
     strict = strict or _former_strict(strict_input, calibration)
     if ray_address is not None:
-        refuse_on_ray("grade", summary_format, junit, strict_input and calibration is None)
+        refuse_on_ray("grade", summary_format, junit, strict_input and calibration is None,
+                      tools_file)  # fmt: skip
         _grade_on_ray(ray_address, cases, output, calibration, strict, force, summary_format,
                       fail_under, judge_options, dry_run or from_format is not None)  # fmt: skip
         return
@@ -131,7 +142,10 @@ def grade_command(
     if batching is not None:
         _refuse_batching(batching, output, cases, from_format, dry_run, judge_options)
     reader = _trace_reader(from_format)
+    shared = shared_tools(tools_file, "grade")
     sources: list[Any] = list(cases) if reader is None else [reader.cases((p,)) for p in cases]
+    if shared is not None:
+        sources = [shared.offer(iter_cases(source)) for source in sources]
     output = None if output == "-" else output
     _refuse_an_input(output, [*cases, *(p for p in (judge_options.get("probe"), calibration) if p)])
     judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)
@@ -148,13 +162,14 @@ def grade_command(
     try:
         report = RunReport("grade", summary_format, junit, cases,
                            sys.stderr if output is None else sys.stdout,
-                           strict=strict_input)  # fmt: skip
+                           strict=strict_input, tools=shared)  # fmt: skip
     except InputError as exc:
         _refuse(str(exc))
     if reader is None:  # case files: read strictly when asked, each case's line noted
         sources = [_Numbered(report, path) for path in cases]
     prepared: list[Any] = []
-    _grade_into(output, judge, cases, summary, sources, report, batching, prepared, reader)
+    _grade_into(output, judge, cases, summary, sources, report, batching, prepared, reader,
+                fresh)  # fmt: skip
     if batching is not None and not prepared:  # --batch-file: written, nothing graded
         return
     report.finish(summary)
@@ -225,16 +240,21 @@ def _grade_into(
     batching: Batching | None,
     prepared: list[Any],
     reader: TraceReader | None,
+    fresh: bool = False,
 ) -> None:
     """Grade into `output`: a Parquet file is written as JSON Lines beside it while it runs
-    (to resume), then converted. A refusing endpoint exits 4, an unreadable input 2."""
+    (to resume), then converted; with `fresh`, over what it held. A refusing endpoint exits
+    4, an unreadable input 2."""
     parquet = None
     if output is not None and is_parquet(output):
         parquet, output = output, f"{output}.jsonl"
-    fresh = output is not None and not os.path.exists(output)
+    if output is not None and fresh and os.path.exists(output):
+        os.remove(output)  # --fresh: none of it is resumed (the inputs were refused as -o)
+    new = output is not None and not os.path.exists(output)
     try:
-        if parquet is not None and output is not None and fresh and os.path.exists(parquet):
-            _spool_rows(parquet, output)  # appended to, as JSON Lines are
+        spool = parquet is not None and new and not fresh and os.path.exists(parquet)
+        if spool and parquet is not None and output is not None:
+            parquet_to_jsonl(parquet, output)  # appended to, as JSON Lines are
         asyncio.run(_grade(judge, cases, output, summary, sources, report, batching, prepared))
         empty = [s.path for s in sources if isinstance(s, _Numbered) and not s.read]
         if batching is None and empty:  # (a batch's cases are read by its own reader)
@@ -245,31 +265,23 @@ def _grade_into(
         if reader is not None:  # after writing: what was read is kept
             reader.finish()
     except JudgeEndpointError as exc:
-        drop_empty(output if fresh else None)
+        drop_empty(output if new else None)
         _refuse(str(exc), EXIT_ENDPOINT)
     except InputError as exc:
-        drop_empty(output if fresh else None)
+        drop_empty(output if new else None)
         _refuse(str(exc))
 
 
-def _spool_rows(parquet: str, spool: str) -> None:
-    """An earlier Parquet output's rows as the JSON Lines grading appends to; none when it
-    cannot be read to the end (a part would be taken for all of it on a rerun)."""
-    try:
-        with open(spool, "wb") as handle:
-            for row in iter_rows(parquet):
-                handle.write(dumps(row) + b"\n")
-    except InputError:
-        os.remove(spool)
-        raise
-
-
 def _fail_under(summary: Summary, fail_under: float | None, strict: bool = False) -> None:
-    """Exit 1 when the judge's pass rate is under `--fail-under`."""
-    verdicts = summary.verdicts or JudgeSummary()
-    counts = (verdicts.passed, verdicts.failed, summary.invalid_cases, summary.cases)
-    gate("grade", counts, fail_under, strict, what="judge pass rate",
-         undecided="the judge did not decide")  # fmt: skip
+    """Exit 1 when the pass rate (of the one verdict: the checks' where they decide, the
+    judge's where they leave it open) is under `--fail-under`."""
+    counts = (summary.passed, summary.failed, summary.invalid_cases, summary.cases)
+    by = summary.decided_by
+    disputes = summary.judge_disputes
+    said = f"decided by the checks {by['checks']}, by the judge {by['judge']}" + (
+        f"; the judge disputes {disputes} the checks decided" if disputes else ""
+    )
+    gate("grade", counts, fail_under, strict, undecided="undecided", who_decided=said)
 
 
 class _Numbered:
@@ -360,21 +372,19 @@ async def _grade(
     batching: Batching | None = None,
     prepared: list[Any] | None = None,
 ) -> None:
-    """Grade each source (a case file's path, or the cases of a trace file) into `output`;
-    with `batching`, from the replies of provider batches (appended to `prepared`)."""
-    done = finished_results(output, judge.differs_from) if output else []
-    for result in done:  # an earlier run's: in the views too, read from the output file
-        summary.add(result)
-        report.add(str(output), None, result.to_json_dict())
-    skip = {r.id for r in done}
-    show = sys.stderr.isatty()
+    """Grade each source (a case file's path, or the cases of a trace file) into `output`,
+    resuming what it holds; with `batching`, from the replies of provider batches (appended
+    to `prepared`)."""
+    resumed = Resumed.read(output, judge.differs_from, judge.grading()) if output else None
     async with judge:
         found = None
         if batching is not None:
             port = judge.for_batches()
             if port is None:  # the embedded model
                 raise InputError("a batch needs an endpoint with a Batch API: give --base-url")
-            found = await prepare(port, batching, cases_of(cases, skip, report.strict), output)
+            reused = None if resumed is None else resumed.current
+            todo = cases_of(cases, (), report.strict, report.tools, reused=reused)
+            found = await prepare(port, batching, todo, output)
             if found is None:
                 return
             found.refuse_on(port)
@@ -383,24 +393,47 @@ async def _grade(
         sink = open(output, "ab") if output else sys.stdout.buffer  # noqa: SIM115
         try:
             for path, source in zip(cases, sources, strict=True):
-                total = line_count(path) if show and isinstance(source, _Numbered) else None
-                with progress_bar(
-                    os.path.basename(path), total and total - len(skip), show
-                ) as step:
-                    async for result in judge.iter_grade(source, skip=skip):
-                        if found is not None:
-                            result = found.annotate(result)
-                        summary.add(result)
-                        data = result.to_json_dict()
-                        sink.write(dumps(data) + b"\n")
-                        sink.flush()  # a finished result is never lost
-                        report_skipped("grade", invalid_messages(result))
-                        report.add(STDIN if path == "-" else path, report.line_of(result.id),
-                                   data)  # fmt: skip
-                        step(1)
+                await _grade_source(judge, path, source, sink, summary, report, resumed, found)
+            for result in resumed.left() if resumed is not None else ():
+                summary.add(result)  # an earlier run's, of no case read now: kept as it was
+                report.add(str(output), None, result.to_json_dict())
         finally:
             if output:
                 sink.close()
+            if resumed is not None:
+                click.echo(f"judge grade: {resumed.finish()}", err=True)
+
+
+async def _grade_source(
+    judge: Judge,
+    path: str,
+    source: Any,
+    sink: Any,
+    summary: Summary,
+    report: RunReport,
+    resumed: Resumed | None,
+    found: Any,
+) -> None:
+    """Grade the cases of one source into `sink`; those `resumed` reuses are not graded, their
+    earlier result counted in their place. `found`: the batches that answered (or None)."""
+    where, show = STDIN if path == "-" else path, sys.stderr.isatty()
+    total = line_count(path) if show and isinstance(source, _Numbered) else None
+    with progress_bar(os.path.basename(path), total, show) as step:
+
+        def add(result: CaseResult, data: dict[str, Any] | None = None) -> None:
+            summary.add(result)
+            report.add(where, report.line_of(result.id), data or result.to_json_dict())
+            step(1)
+
+        items = source if resumed is None else resumed.todo(source, add)
+        async for result in judge.iter_grade(items):
+            if found is not None:
+                result = found.annotate(result)
+            data = result.to_json_dict()
+            sink.write(dumps(data) + b"\n")
+            sink.flush()  # a finished result is never lost
+            report_skipped("grade", invalid_messages(result))
+            add(result, data)
 
 
 COMMANDS = (grade_command,)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from judge._errors import JudgeError
+from judge.cases._file_form import CaseDocument, CaseInput
 from judge.cases._files import open_cases
 from judge.cases._parquet import is_parquet
 from judge.checks._chunk import check_item, grade_lines
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from judge.cases._match import Match
+    from judge.cases._shared_tools import SharedTools
     from judge.checks._env import EnvironmentFactory
 
 CHUNK_LINES = 1000
@@ -71,17 +73,20 @@ def check_chunk(
     factory: EnvironmentFactory | None,
     schemas: SchemaCache,
     strict: bool = False,
+    shared: SharedTools | None = None,
 ) -> Checked:
     """Grade numbered non-blank lines of `source`: what a process does with a chunk. With
-    `strict`, a case holding a key the format does not know is an `InvalidCase`."""
+    `strict`, a case holding a key the format does not know is an `InvalidCase`; `shared`
+    tools are offered to each case that has none (`--tools`)."""
     done = Checked(output=b"", summary=Summary(), lines=len(lines))
     plain = settings is None and factory is None  # the response alone, by default
     tally = Tally()
 
     def whole(number: int, raw: bytes) -> dict[str, Any]:
-        return _check_whole(source, number, raw, settings, factory, schemas, done, strict)
+        return _check_whole(source, number, raw, settings, factory, schemas, done, strict, shared)
 
-    done.output = grade_lines(lines, schemas, whole, plain, tally, done.numbers, done.ids)
+    offered = shared.lean() if shared is not None else None
+    done.output = grade_lines(lines, schemas, whole, plain, tally, done.numbers, done.ids, offered)
     done.summary.add_tally(tally)
     return done
 
@@ -95,6 +100,7 @@ def _check_whole(
     schemas: SchemaCache,
     done: Checked,
     strict: bool,
+    shared: SharedTools | None,
 ) -> dict[str, Any]:
     """Grade a line read as a `Case` (the models load with the first such line)."""
     from judge._errors import CaseError
@@ -105,6 +111,8 @@ def _check_whole(
 
     warned = len(done.warnings)
     item = read_line(raw, source=source, line=number, strict=strict, warn=done.warnings.append)
+    if shared is not None:  # before the server's: a case with the shared tools keeps them
+        item = shared.offered_to(item)
     if isinstance(factory, McpServer) and isinstance(item, Case):  # offered the server's tools
         try:
             item = factory.offered_to(item)
@@ -123,10 +131,14 @@ class InProcess:
     """The chunks of a stream graded here, one after the other."""
 
     def __init__(
-        self, settings: Match | None, factory: EnvironmentFactory | None, strict: bool = False
+        self,
+        settings: Match | None,
+        factory: EnvironmentFactory | None,
+        strict: bool = False,
+        shared: SharedTools | None = None,
     ) -> None:
         self._settings, self._factory, self._schemas = settings, factory, SchemaCache()
-        self._strict = strict
+        self._strict, self._shared = strict, shared
 
     def __enter__(self) -> InProcess:
         return self
@@ -134,7 +146,7 @@ class InProcess:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def check(self, stream: BinaryIO, source: str) -> Iterator[Checked]:
+    def check(self, stream: CaseInput, source: str) -> Iterator[Checked]:
         """Each chunk of `stream`'s lines, graded, in input order."""
         for chunk in _chunks(stream):
             yield self.check_work(source, chunk)
@@ -143,7 +155,7 @@ class InProcess:
         """One chunk of lines, or a span of the file `source`, graded here."""
         lines = _span_lines(source, work) if isinstance(work, Span) else work
         return check_chunk(
-            source, lines, self._settings, self._factory, self._schemas, self._strict
+            source, lines, self._settings, self._factory, self._schemas, self._strict, self._shared
         )
 
 
@@ -158,6 +170,7 @@ class Workers:
         options: dict[str, Any],
         strict: bool = False,
         local: InProcess | None = None,
+        shared: SharedTools | None = None,
     ) -> None:
         from concurrent.futures import ProcessPoolExecutor  # only when there are workers
         from multiprocessing import get_context
@@ -174,7 +187,7 @@ class Workers:
             self._workers,
             mp_context=get_context(start),
             initializer=_start,
-            initargs=(options, strict),
+            initargs=(options, strict, shared),
         )
         self._pool.submit(int)  # with fork, the first submit starts every worker
 
@@ -184,7 +197,7 @@ class Workers:
     def __exit__(self, *exc: object) -> None:
         self._pool.shutdown(cancel_futures=True)
 
-    def check(self, stream: BinaryIO, source: str) -> Iterator[Checked]:
+    def check(self, stream: CaseInput, source: str) -> Iterator[Checked]:
         """Each chunk of `stream`'s lines, graded, in input order. Each worker has two chunks
         in flight; this process grades the next chunk itself while they are busy, and holds at
         most `AHEAD` chunks a job."""
@@ -193,9 +206,12 @@ class Workers:
 
         pending: deque[Future[Checked] | Checked] = deque()
         # A file a worker can open is sent as spans of bytes, which it reads itself; a pipe,
-        # line by line.
+        # line by line; a file that is one JSON document, case by case.
         spans = source != STDIN and getattr(stream, "name", None) == source
-        works = _spans(stream) if spans and stream.seekable() else _chunks(stream)
+        if isinstance(stream, CaseDocument) or not (spans and stream.seekable()):
+            works: Iterator[Span | list[tuple[int, bytes]]] = _chunks(stream)
+        else:
+            works = _spans(stream)
         try:
             for work in works:
                 busy = sum(isinstance(p, Future) and not p.done() for p in pending)
@@ -229,12 +245,14 @@ def _result(item: Future[Checked] | Checked) -> Checked:
 _worker: dict[str, Any] = {}
 
 
-def _start(options: dict[str, Any], strict: bool) -> None:
+def _start(options: dict[str, Any], strict: bool, shared: SharedTools | None) -> None:
     # The options were checked by the parent already: in a worker they load the same way.
     from judge.cli._matching import trajectory_from
 
     settings, factory = trajectory_from(dict(options))
-    _worker.update(settings=settings, factory=factory, schemas=SchemaCache(), strict=strict)
+    _worker.update(
+        settings=settings, factory=factory, schemas=SchemaCache(), strict=strict, shared=shared
+    )
 
 
 def _check_in_worker(source: str, lines: list[tuple[int, bytes]]) -> Checked:
@@ -282,12 +300,16 @@ def _spans(stream: BinaryIO) -> Iterator[Span]:
         yield Span(start, offset, first)
 
 
-def _chunks(stream: BinaryIO) -> Iterator[list[tuple[int, bytes]]]:
+def _chunks(stream: CaseInput) -> Iterator[list[tuple[int, bytes]]]:
     """The numbered non-blank lines of `stream`, `CHUNK_LINES` at a time (a file's read through
-    a memory map: about half the cost of reading it line by line)."""
-    lines = _mapped_lines(stream) or _read_lines(stream)
+    a memory map: about half the cost of reading it line by line); of a file that is one JSON
+    document, its cases, each numbered by the line it starts on."""
+    if isinstance(stream, CaseDocument):
+        numbered: Iterable[tuple[int, bytes]] = stream.numbered()
+    else:
+        numbered = enumerate(_mapped_lines(stream) or _read_lines(stream), start=1)
     chunk: list[tuple[int, bytes]] = []
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in numbered:
         if raw and not raw.isspace():  # a line end stays: JSON readers take it as whitespace
             chunk.append((number, raw))
             if len(chunk) == CHUNK_LINES:

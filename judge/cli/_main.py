@@ -13,13 +13,13 @@ import sys
 import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import IO, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import click
 
 from judge import _core
-from judge._errors import InputError, UnknownFieldWarning
-from judge.cases._files import open_cases
+from judge._errors import CaseFileWarning, InputError, UnknownFieldWarning
+from judge.cases._file_form import CaseInput, open_case_input
 from judge.cases._parquet import as_json_lines, is_parquet, output_sink
 from judge.checks._summary import Summary
 from judge.cli._common import (
@@ -33,11 +33,16 @@ from judge.cli._common import (
     report_skipped,
     require_files,
     same_file,
+    shared_tools,
     stack_options,
+    tools_option,
 )
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
 from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
+
+if TYPE_CHECKING:
+    from judge.cases._shared_tools import SharedTools
 
 _refuse = refuser("judge check")
 
@@ -95,17 +100,20 @@ def main() -> None:
 
 
 def show_unknown_fields() -> None:
-    """Show each `UnknownFieldWarning` a command's readers give (every one, not the first of
-    each place in the code) as a line on standard error."""
+    """Show each `UnknownFieldWarning` and `CaseFileWarning` (a case file read as one JSON
+    document) a command's readers give (every one, not the first of each place in the code)
+    as a line on standard error."""
     shown = warnings.showwarning
+    said = (UnknownFieldWarning, CaseFileWarning)
 
     def show(message: Warning | str, category: type[Warning], *args: Any, **kw: Any) -> None:
-        if issubclass(category, UnknownFieldWarning):
+        if issubclass(category, said):
             click.echo(f"judge: warning: {message}", err=True)
         else:
             shown(message, category, *args, **kw)
 
-    warnings.simplefilter("always", UnknownFieldWarning)
+    for category in said:
+        warnings.simplefilter("always", category)
     warnings.showwarning = show
 
 
@@ -138,6 +146,7 @@ _check_options = stack_options(
         "(default: every core for files past a few thousand lines, else 1). Results keep the "
         "input order.",
     ),
+    tools_option,
     from_traces_option,
     trajectory_options,
     ray_option,
@@ -156,6 +165,7 @@ def check_command(
     fail_under: float | None,
     progress: bool | None,
     jobs: int | None,
+    tools_file: str | None,
     from_format: str | None,
     ray_address: str | None,
     **trajectory: Any,
@@ -170,7 +180,8 @@ def check_command(
     except ValueError as exc:  # an override or environment that cannot be loaded
         _refuse(str(exc))
     if ray_address is not None:
-        refuse_on_ray("check", summary_format, junit, strict_input)
+        refuse_on_ray("check", summary_format, junit, strict_input, tools_file)
+    shared = shared_tools(tools_file, "check")
     summary = Summary()
     to_stdout = output in (None, "-")
     if output is not None and output != "-" and any(same_file(p, output) for p in cases):
@@ -185,7 +196,7 @@ def check_command(
             _check_on_ray(ray_address, cases, output, summary, settings, recipe["env"], from_format)
         else:
             _check_locally(cases, output, summary, settings, factory, recipe, progress, jobs,
-                           from_format, report, strict_input)  # fmt: skip
+                           from_format, report, strict_input, shared)  # fmt: skip
     except (InputError, WorkerFailed) as exc:
         _refuse(str(exc))
     except BrokenPipeError:
@@ -227,16 +238,19 @@ def _check_locally(
     from_format: str | None,
     report: RunReport,
     strict: bool,
+    shared: SharedTools | None,
 ) -> None:
-    """In this process, or in `jobs` worker processes."""
+    """In this process, or in `jobs` worker processes (`shared`: the tools of `--tools`)."""
     with ExitStack() as stack:
         show = progress if progress is not None else sys.stderr.isatty()
         if from_format is not None:
             show, jobs = False, 1  # converted in memory: graded in this process
         jobs = jobs or default_jobs(cases)
-        here = InProcess(settings, factory, strict)
+        here = InProcess(settings, factory, strict, shared)
         local = here if factory is None else None  # a user's environment: in workers only
-        grader: InProcess | Workers = Workers(jobs, recipe, strict, local) if jobs > 1 else here
+        grader: InProcess | Workers = (
+            Workers(jobs, recipe, strict, local, shared) if jobs > 1 else here
+        )
         stack.enter_context(grader)  # before the sink: workers forked before its threads
         sink = stack.enter_context(output_sink(output))
         reader = None
@@ -272,13 +286,11 @@ def _check_file(
     converted to cases first)."""
     with ExitStack() as stack:
         if traced is not None:
-            stream: BinaryIO = stack.enter_context(traced)
-        elif path == "-":
-            stream = sys.stdin.buffer
-        elif is_parquet(path):
+            stream: CaseInput = stack.enter_context(traced)
+        elif path != "-" and is_parquet(path):
             stream = stack.enter_context(as_json_lines(path))
-        else:
-            stream = stack.enter_context(open_cases(path))
+        else:  # JSON Lines, or a file that is one JSON document (`-`: standard input)
+            stream = stack.enter_context(open_case_input(path))
         source = STDIN if path == "-" else path
         for checked in grader.check(stream, source):
             summary.merge(checked.summary)

@@ -19,6 +19,7 @@ from judge.cli._jobs import STDIN
 if TYPE_CHECKING:
     from judge._errors import CaseError
     from judge.cases._case import Case
+    from judge.cases._shared_tools import SharedTools
     from judge.cli._reporters import Reporter
 
 report_options = stack_options(
@@ -49,15 +50,19 @@ report_options = stack_options(
 )
 
 
-def refuse_on_ray(command: str, summary_format: str, junit: str | None, strict: bool) -> None:
+def refuse_on_ray(
+    command: str, summary_format: str, junit: str | None, strict: bool, tools: str | None = None
+) -> None:
     """`--ray` gives back results, not where each case was read: the per-case views and
-    strict reading are refused there (exit 2) rather than run empty."""
+    strict reading are refused there (exit 2) rather than run empty; and the cases are read
+    there as they are, with their own tools only (not `--tools`)."""
     asked = [
         flag
         for flag, given in (
             (f"--format {summary_format}", summary_format in ("pretty", "github")),
             ("--junit", junit is not None),
             ("--strict", strict),
+            ("--tools", tools is not None),
         )
         if given
     ]
@@ -82,10 +87,13 @@ class RunReport:
         stream: IO[str],
         *,
         strict: bool = False,
+        tools: SharedTools | None = None,
     ) -> None:
         self.command = command
         self.strict = strict
         """Read cases strictly: a key the format does not know makes a case `InvalidCase`."""
+        self.tools = tools
+        """The tools offered to each case `read` gives that has none (`--tools`)."""
         self.summary_format = summary_format
         self.stream = stream
         self._ids: dict[str, dict[str, int | None]] = {}  # source -> id -> its first line
@@ -144,7 +152,7 @@ class RunReport:
                 case_id = item.case_id or fallback_id(item.source, item.line)
             self.seen(source, number, case_id)
             self._lines.setdefault(case_id, deque()).append(number)
-            yield item
+            yield item if self.tools is None else self.tools.offered_to(item)
 
     def line_of(self, case_id: str) -> int | None:
         """The line of the case `read` gave with this id (the first not asked for yet)."""
@@ -194,6 +202,7 @@ def gate(
     *,
     what: str = "pass rate",
     undecided: str = "not gradable",
+    who_decided: str | None = None,
 ) -> None:
     """With `--fail-under`: the rate of `counts` (passed, failed, unreadable, cases), said on
     standard error with what it counted; exit 1 when it is under the bound. Unreadable cases
@@ -210,7 +219,8 @@ def gate(
         f"judge {command}: {shown} {'is under' if below else 'meets'} --fail-under "
         f"{fail_under:.1%} ({passed} passed of {cases} cases: {failed} failed, {unreadable} "
         f"unreadable (counted as failed), {cases - decided} {undecided}"
-        + (" (counted as failed: --strict))" if strict else ")"),
+        + (" (counted as failed: --strict)" if strict else "")
+        + (f"; {who_decided})" if who_decided else ")"),
         err=True,
     )
     if below:

@@ -96,11 +96,19 @@ class _Problem:
 
 
 def _problems(result: dict[str, Any]) -> list[_Problem]:
-    """The failures of a result, then the judge's incorrect verdicts on it."""
+    """The failures of a result, the judge's dispute of the checks' verdict, then the judge's
+    incorrect verdicts on it."""
     found = [
         _Problem(str(f.get("kind")), f.get("call"), f.get("path") or "", str(f.get("message")))
         for f in result.get("failures") or ()
     ]
+    if result.get("judge_dispute"):
+        judged, proven = ("failed", "passed") if result.get("passed") else ("passed", "failed")
+        why = (
+            f"the judge {judged} this case, the checks {proven} it and their verdict stands "
+            "(a calibration signal, or a wrong reference)"
+        )
+        found.append(_Problem("JudgeDispute", None, "", why))
     found.extend(_judge_problems(result.get("judge")))
     return found
 
@@ -154,8 +162,9 @@ class PrettyReporter:
           WrongValue  call 0  /order_id  argument 'order_id' is "ord_7282", expected ...
           JudgeSelection  wrong_tool: the user asked to refund, not to cancel
 
-    Passed and not-gradable cases print nothing, and so does `close` (the summary already
-    counts the cases): a run with no failed case leaves the stream untouched. Colour with
+    A case the checks passed and the judge disputes is shown too, marked `!`. Other passed
+    and undecided cases print nothing, and so does `close` (the summary already counts the
+    cases): a run with no failed or disputed case leaves the stream untouched. Colour with
     `color=True`, or with None when the stream is a terminal and `NO_COLOR` is not set.
     """
 
@@ -166,12 +175,14 @@ class PrettyReporter:
 
     def add(self, item: Located) -> None:
         result = item.result
-        problems = _problems(result)
-        if not _failed(result, problems):
+        failed = is_failed(result)
+        if not failed and not result.get("judge_dispute"):
             return
+        problems = _problems(result)
         paint = self._paint
+        mark, style = (self._mark, _RED) if failed else ("!", _YELLOW)
         lines = [
-            f"{paint(self._mark + ' ' + visible(str(result.get('id'))), _RED)}  "
+            f"{paint(mark + ' ' + visible(str(result.get('id'))), style)}  "
             f"{paint(_where(item.source, item.line), _DIM)}"
         ]
         for problem in problems:
@@ -208,14 +219,6 @@ def _mark(stream: IO[str]) -> str:
     return "✗"
 
 
-def _failed(result: dict[str, Any], problems: list[_Problem]) -> bool:
-    """Failed for a report: `is_failed`, or the judge gave an incorrect verdict."""
-    return is_failed(result) or any(p.kind in _JUDGE_KINDS for p in problems)
-
-
-_JUDGE_KINDS = frozenset({"JudgeSelection", "JudgeArguments", "JudgeAnswer"})
-
-
 class GithubReporter:
     """GitHub Actions workflow commands, one `::error` per failure of each failed case:
 
@@ -231,9 +234,9 @@ class GithubReporter:
 
     def add(self, item: Located) -> None:
         result = item.result
-        problems = _problems(result)
-        if not _failed(result, problems):
+        if not is_failed(result):
             return
+        problems = _problems(result)
         where: list[tuple[str, str]] = []
         if item.source != STDIN:
             where.append(("file", item.source))
@@ -310,7 +313,7 @@ class JUnitWriter:
     def add(self, item: Located) -> None:
         result = item.result
         problems = _problems(result)
-        status = _junit_status(result, problems)
+        status = _junit_status(result)
         if status == "failed":
             lines = tuple(_plain_line(p) for p in problems)
             kinds = tuple(dict.fromkeys(visible(p.kind) for p in problems))
@@ -339,23 +342,11 @@ class JUnitWriter:
         return root
 
 
-def _junit_status(result: dict[str, Any], problems: list[_Problem]) -> _Status:
-    if _failed(result, problems):
+def _junit_status(result: dict[str, Any]) -> _Status:
+    """The one verdict, `passed` (the checks' where they decide, else the judge's)."""
+    if is_failed(result):
         return "failed"
-    if result.get("passed") is True or _judge_passed(result.get("judge")):
-        return "passed"
-    return "skipped"
-
-
-def _judge_passed(judge: dict[str, Any] | None) -> bool:
-    if not judge or judge.get("status") != "ok":
-        return False
-    from judge.checks._outcome import JudgeOutcome  # only `judge grade` results get here
-
-    try:  # the one rule of a judge's pass, JudgeOutcome.passed
-        return JudgeOutcome.model_validate(judge).passed is True
-    except ValueError:  # not an outcome this version wrote: no pass to count
-        return False
+    return "passed" if result.get("passed") is True else "skipped"
 
 
 def _skip_reason(result: dict[str, Any]) -> str:

@@ -6,18 +6,22 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from judge.checks._mcp import McpServer, McpStartError
+from judge.checks._mcp import McpServer
 from judge.cli._batch import Batching, batch_options, cost_lines, progress_printer
 from judge.cli._common import (
     EXIT_UNREADABLE,
+    fresh_option,
     refuse_over_inputs,
     refuser,
     require_files,
+    shared_tools,
     stack_options,
+    tools_option,
 )
 from judge.cli._matching import (
     agent_trajectory_options,
@@ -33,11 +37,14 @@ from judge.cli._runs import (
     read_records,
     report_runs,
     run_judge,
+    server_tools,
     store_records,
     trajectory_or_exit,
 )
 from judge.endpoints._endpoint import OPENROUTER_URL
+from judge.judging._resume import resumed_line
 from judge.runs._agent import load_agent
+from judge.runs._comparable import nothing_to_compare
 from judge.runs._preflight import LOCAL, PreflightError, Requested, candidate_endpoint, preflight
 from judge.runs._records import RunRecord, compact
 from judge.runs._runner import AgentLoop, Grader, Runner, check_resumable
@@ -75,10 +82,13 @@ _run_options = stack_options(
         "--output",
         type=click.Path(dir_okay=False),
         help="Append one line per response here as each finishes. Rerun with the same file "
-        "to resume it: the (model, case, run) already answered are not asked again (failed "
-        "requests are), stored responses without a usable verdict are judged (with --judge), "
-        "and a file run with other settings is refused (default: standard output).",
+        "to resume it: the (model, case, run) already answered are not asked again while "
+        "their case is unchanged (its content hash; failed requests and changed cases are, "
+        "the new line replacing the old), stored responses without a usable verdict are "
+        "judged (with --judge), and a file run with other settings is refused (default: "
+        "standard output).",
     ),
+    fresh_option,
     click.option(
         "--reasoning-effort",
         default="low",
@@ -134,6 +144,7 @@ _run_options = stack_options(
         "`chat(messages, tools=...)` asks the current candidate; it returns the transcript.",
     ),
     agent_trajectory_options,
+    tools_option,
     stack_options(*JUDGE_CHOICE),
     stack_options(*REPORT_OPTIONS),
     batch_options,
@@ -156,6 +167,7 @@ def run_command(
     base_url: str | None,
     api_key_env: str | None,
     output: str | None,
+    fresh: bool,
     reasoning_effort: str,
     provider: str | None,
     temperature: float,
@@ -170,6 +182,7 @@ def run_command(
     fail_if_worse: str | None,
     metric: str,
     price_per_mtok: float | None,
+    tools_file: str | None,
     **judging: Any,
 ) -> None:
     """Run every model of --models on CASES (--runs times each), with the same settings for
@@ -191,9 +204,12 @@ def run_command(
         raise click.BadParameter("name at least one model", param_hint="--models")
     if batching is not None:
         _refuse_batching(batching, names, loop, output)
-    loaded = load_run_cases(cases, "run")
-    if isinstance(factory, McpServer):  # started once: its tools, and a clear error if it fails
-        loaded = _mcp_cases(factory, loaded)
+    loaded = load_run_cases(cases, "run", shared_tools(tools_file, "run"))
+    loaded = server_tools(factory, loaded, "run")
+    if loop is not None:  # an agent run grades something, or is refused before any request
+        nothing = nothing_to_compare(loaded, match, judged=bool(judging.get("use_judge")))
+        if nothing is not None:
+            _refuse(nothing)
     endpoint = _endpoint(names, base_url, api_key_env)
     requested = Requested(
         reasoning_effort=None if reasoning_effort.lower() == "off" else reasoning_effort,
@@ -201,11 +217,11 @@ def run_command(
         temperature=temperature,
         seed=seed,
     )
-    resuming = output is not None and os.path.exists(output)
+    resuming = output is not None and os.path.exists(output) and not fresh
     done = {r.key: r for r in read_records(output, "run")} if output and resuming else {}
     run = _Run(names, requested, endpoint, preflight=not no_preflight, timeout=timeout,
                key_hint=api_key_env or "OPENROUTER_API_KEY", concurrency=concurrency,
-               loop=loop, output=output, resuming=resuming, done=done)  # fmt: skip
+               loop=loop, output=output, resuming=resuming, done=done, fresh=fresh)  # fmt: skip
     compared = None if isinstance(factory, McpServer) and not factory.fresh else factory
     judge = run_judge(
         judging, concurrency, "run", match=match, env=compared, agent_runs=loop is not None
@@ -217,14 +233,6 @@ def run_command(
         click.echo("\n".join(lines), err=True)
     report_runs(records, report_format, html, sys.stdout if output else sys.stderr,
                 Gate("run", fail_if_worse, metric))  # fmt: skip
-
-
-def _mcp_cases(server: McpServer, cases: list[Any]) -> list[Any]:
-    """The cases with the server's tools; exit 2 when it cannot start or lacks a case's tool."""
-    try:
-        return [server.offered_to(case) for case in cases]
-    except (McpStartError, ValueError) as exc:
-        _refuse(str(exc))
 
 
 def _refuse_max_steps(loop: AgentLoop | None) -> None:
@@ -279,6 +287,8 @@ class _Run:
     """`output` exists already: the run resumes it."""
     done: dict[Key, RunRecord]
     """The records `output` holds, by key."""
+    fresh: bool = False
+    """--fresh: `output` and its batches' state are replaced, none of it resumed."""
     spent: list[BatchState] = field(default_factory=list)
     """With --batch: the batches' state, for their cost."""
 
@@ -298,8 +308,10 @@ class _Run:
         for warning in agreed.warnings:
             click.echo(f"judge run: warning: {warning}", err=True)
         check_resumable(self.done.values(), agreed, self.output or "", self.loop)
-        if self.output and self.resuming:
+        if self.output and (self.resuming or (self.fresh and os.path.exists(self.output))):
             compact(self.output, self.done.values())  # drop a line cut short: appends stay clean
+        if self.output and self.fresh:  # its answered requests would be recorded by no one
+            Path(f"{self.output}.batch.json").unlink(missing_ok=True)
         runner = Runner(
             agreed,
             endpoint=self.endpoint,
@@ -311,6 +323,9 @@ class _Run:
         )
         async with runner:
             plan = runner.plan(cases, self.names, runs, self.done)
+            if self.resuming:
+                said = resumed_line(plan.kept, len(self.done), plan.changed, "records")
+                click.echo(f"judge run: {said}", err=True)
             start = (
                 self._batched(runner, plan, batching)
                 if batching is not None

@@ -21,10 +21,14 @@ from judge.cli._common import (
     EXIT_BELOW_THRESHOLD,
     EXIT_ENDPOINT,
     EXIT_UNREADABLE,
+    fresh_option,
     progress_bar,
     refuse_over_inputs,
     require_files,
+    same_file,
+    shared_tools,
     stack_options,
+    tools_option,
 )
 from judge.cli._judge_options import calibration_options, gate_judge
 from judge.cli._matching import (
@@ -34,14 +38,17 @@ from judge.cli._matching import (
 from judge.endpoints._candidates import CandidateEndpointError
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
+from judge.judging._resume import resumed_line
 from judge.runs._compare import METRICS, compare_runs, regressions
 from judge.runs._preflight import LOCAL, PreflightError
 from judge.runs._records import Key, RunRecord, compact, read_runs
 from judge.runs._report import print_comparison, render_comparison
+from judge.runs._resume import regraded
 from judge.runs._runner import Grader
 
 if TYPE_CHECKING:
     from judge.cases._match import Match
+    from judge.cases._shared_tools import SharedTools
     from judge.checks._env import EnvironmentFactory
 
 REPORT_OPTIONS: list[Callable[..., Any]] = [
@@ -111,8 +118,11 @@ def compare_command(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
-    help="Write the regraded runs file here, overwritten (default: RUNS, rewritten in place).",
+    help="Write the regraded runs file here, overwritten (default: RUNS, rewritten in place); "
+    "the records of an existing one graded as this regrade grades them, of the same responses "
+    "and unchanged cases (their content hash), are kept, not graded again.",
 )
+@fresh_option
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -121,17 +131,20 @@ def compare_command(
     help="Judge requests in flight at once.",
 )
 @regrade_trajectory_options
+@tools_option
 @stack_options(*JUDGE_CHOICE)
 @stack_options(*REPORT_OPTIONS)
 def regrade_command(
     runs_file: str,
     cases: str,
     output: str | None,
+    fresh: bool,
     concurrency: int,
     report_format: str,
     html: str | None,
     fail_if_worse: str | None,
     metric: str,
+    tools_file: str | None,
     **judging: Any,
 ) -> None:
     """Grade the stored responses of RUNS again against CASES (after fixing an expected call,
@@ -139,7 +152,8 @@ def regrade_command(
     require_files((runs_file, cases))
     refuse_over_inputs("regrade", [cases], [("-o", output), ("--html", html)])
     refuse_over_inputs("regrade", [runs_file], [("--html", html)])
-    loaded = {case.id: case for case in load_run_cases(cases, "regrade")}
+    shared = shared_tools(tools_file, "regrade")
+    loaded = {case.id: case for case in load_run_cases(cases, "regrade", shared)}
     records = read_records(runs_file, "regrade")
     missing = sorted({r.case_id for r in records} - loaded.keys())
     if missing:
@@ -147,14 +161,21 @@ def regrade_command(
             f"judge regrade: kept as they were, not in {cases}: {', '.join(missing)}", err=True
         )
     match, factory = trajectory_or_exit(judging, "regrade")
+    loaded = {case.id: case for case in server_tools(factory, list(loaded.values()), "regrade")}
     agent_runs = any(r.transcript is not None for r in records)
     judge = run_judge(
         judging, concurrency, "regrade", match=match, env=factory, agent_runs=agent_runs
     )
     grader = Grader(judge, text_calls=calls_in_text(judging), match=match, env=factory)
-    todo = [(r, loaded[r.case_id]) for r in records if r.case_id in loaded and r.error is None]
+    reused = _resumed(output, runs_file, fresh, records, loaded, grader)
+    todo = [
+        (r, loaded[r.case_id])
+        for r in records
+        if r.case_id in loaded and r.error is None and r.key not in reused
+    ]
     target = output or runs_file
-    compact(target, records)  # the regraded records are appended: a later line replaces one
+    # the regraded records are appended to these: a later line replaces one
+    compact(target, [reused.get(r.key, r) for r in records])
 
     async def go() -> list[RunRecord]:
         return await store_records(
@@ -172,6 +193,30 @@ def regrade_command(
 COMMANDS = (compare_command, regrade_command)
 
 
+def _resumed(
+    output: str | None,
+    runs_file: str,
+    fresh: bool,
+    records: list[RunRecord],
+    cases: dict[str, Any],
+    grader: Grader,
+) -> dict[Key, RunRecord]:
+    """The records of an existing -o an earlier regrade wrote that need no grading again
+    (`regraded`), said on standard error; none without -o, with --fresh, or when -o is RUNS
+    (rewritten in place: every record graded again). Exit 2 when -o is not a runs file."""
+    if output is None or fresh or not os.path.exists(output) or same_file(output, runs_file):
+        return {}
+    try:
+        earlier = read_runs(output)
+    except InputError as exc:
+        click.echo(f"judge regrade: {exc} (--fresh writes over it)", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    found = regraded(earlier, records, cases, grader)
+    said = resumed_line(len(found.reused), found.held, found.changed, "records")
+    click.echo(f"judge regrade: {said}", err=True)
+    return found.reused
+
+
 def read_records(path: str, command: str) -> list[RunRecord]:
     """The records of a runs file; exits 2 when it is not one (or, to compare or regrade,
     holds none)."""
@@ -186,7 +231,25 @@ def read_records(path: str, command: str) -> list[RunRecord]:
     return records
 
 
-def load_run_cases(path: str, command: str) -> list[Any]:
+def server_tools(factory: Any, cases: list[Any], command: str) -> list[Any]:
+    """The cases with an MCP server's tools where they have none (as `run --mcp` offers them,
+    so that `regrade` grades what `run` did); exit 2 when it cannot start or lacks a case's
+    tool. Other environments leave the cases as they are."""
+    from judge.checks._mcp import McpServer, McpStartError
+
+    if not isinstance(factory, McpServer):
+        return cases
+    try:
+        return [factory.offered_to(case) for case in cases]
+    except (McpStartError, ValueError) as exc:
+        click.echo(f"judge {command}: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+
+
+def load_run_cases(path: str, command: str, tools: SharedTools | None = None) -> list[Any]:
+    """The cases of a file to run or regrade, offered `tools` where they have none; exit 2
+    when it cannot be read, holds none, or holds an id twice (an unreadable case is said and
+    left out)."""
     try:
         loaded = load_cases(path)
     except InputError as exc:
@@ -204,7 +267,7 @@ def load_run_cases(path: str, command: str) -> list[Any]:
     if not loaded:
         click.echo(f"judge {command}: {path}: no case to run", err=True)
         sys.exit(EXIT_UNREADABLE)
-    return list(loaded)
+    return list(loaded) if tools is None else list(tools.offer(loaded))
 
 
 def trajectory_or_exit(

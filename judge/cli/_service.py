@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from judge.cli._common import EXIT_UNREADABLE, parse_size
+from judge.cli._common import EXIT_UNREADABLE, parse_size, shared_tools, tools_option
 from judge.cli._judge_options import (
     abstention_options,
     calibration_options,
@@ -49,6 +49,7 @@ from judge.service._schema import SCHEMA_NAMES, SchemaName, json_schema
 @judge_trajectory_option
 @judge_answers_option
 @trajectory_options
+@tools_option
 @from_traces_option
 @click.option(
     "--log-level",
@@ -66,6 +67,7 @@ def serve_command(
     max_cases: int,
     log_level: str,
     from_format: str | None,
+    tools_file: str | None,
     **options: Any,
 ) -> None:
     """Serve POST /v1/check and /v1/grade (JSON array or NDJSON of cases; results as the CLI
@@ -80,6 +82,7 @@ def serve_command(
     if (why := token_refusal(host, service_token(), required=False)) is not None:
         click.echo(f"judge serve: {why}", err=True)
         sys.exit(EXIT_UNREADABLE)
+    tools = shared_tools(tools_file, "serve")
     judge = judge_for("serve", options, calibration=calibration, strict=strict, force=force)
     app = create_app(
         judge=judge,
@@ -87,6 +90,7 @@ def serve_command(
         match=judge.match,
         env=judge.env,
         traces=from_format,
+        tools=tools,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 

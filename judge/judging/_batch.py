@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from judge._errors import InputError
 from judge.cases._case import Case
 from judge.checks._result import CaseResult
+from judge.checks._verdict import with_judge
 from judge.endpoints._batch import (
     BatchOptions,
     BatchRun,
@@ -60,7 +61,7 @@ class Prepared:
         if judged is None or not ids:
             return result
         judged = judged.model_copy(update={"batch": ",".join(ids)})
-        return result.model_copy(update={"judge": judged})
+        return with_judge(result, judged)
 
 
 async def requests_of(

@@ -19,8 +19,10 @@ from judge._errors import CaseError, JudgeError
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
 from judge.cases._files import default_cache_dir
+from judge.cases._hash import case_hash, content_hash
 from judge.cases._loading import iter_cases
 from judge.cases._match import Match
+from judge.cases._shared_tools import SharedTools
 from judge.checks._check import invalid_case_result
 from judge.checks._env import EnvironmentFactory
 from judge.checks._evidence import ungrounded_values
@@ -33,6 +35,7 @@ from judge.checks._outcome import (
     SelectionVerdict,
 )
 from judge.checks._result import CaseResult, CheckResults
+from judge.checks._verdict import with_judge
 from judge.endpoints._client import Reply, ResponseFormat
 from judge.endpoints._endpoint import Endpoint, resolve_endpoint
 from judge.endpoints._retry import RetryPolicy
@@ -270,12 +273,15 @@ class Judge:
 
     async def grade_case(self, case: Case, checked: CaseResult | None = None) -> CaseResult:
         """Check a case deterministically (unless `checked` holds its checks already, as a
-        runner's agent run is checked against the state it ended in), then judge it."""
+        runner's agent run is checked against the state it ended in), then judge it. The
+        result carries the case's content hash (what resuming compares)."""
         checked = (
             self.check(case)
             if checked is None
             else checked.model_copy(update={"ungrounded_values": ungrounded_values(case, checked)})
         )
+        stamp = {"case_hash": case_hash(case), "graded_with": self.grading()}
+        checked = checked.model_copy(update=stamp)
         if case.response is None:
             return _without_verdicts(self, checked, "skipped", "the case has no response to judge")
         try:
@@ -301,9 +307,7 @@ class Judge:
             self.trusted,
             self.escalation.provenance() if self.escalation is not None else None,
         )
-        return checked.model_copy(
-            update={"judge": outcome(checked, answered, found, tally, judged)}
-        )
+        return with_judge(checked, outcome(checked, answered, found, tally, judged))
 
     async def reask(
         self,
@@ -317,6 +321,18 @@ class Judge:
         judge (only the questions they need), keeping this judge's verdicts for them."""
         asked = Escalated(selection, list(arguments), answer=answer)
         return await reask(self._answering, self.rubrics, self.judge_broken, case, checked, asked)
+
+    def grading(self) -> str:
+        """A digest of what grades a case beside the judge: the match settings and the
+        environment (by name: its code is not hashed)."""
+        env = self.env
+        described = getattr(env, "described", None)
+        return content_hash(
+            {
+                "match": None if self.match is None else self.match.model_dump(),
+                "env": described() if callable(described) else env,
+            }
+        )
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
@@ -353,8 +369,11 @@ class Judge:
         return await self._asker.accept(asked, reply)
 
 
-def grade(cases: Any, **options: Any) -> CheckResults:
-    """Grade `cases` with a `Judge(**options)`, for scripts (blocks until done)."""
+def grade(cases: Any, *, tools: Any = None, **options: Any) -> CheckResults:
+    """Grade `cases` with a `Judge(**options)`, for scripts (blocks until done). `tools` are
+    offered to every case that has none of its own, as in `check`."""
+    if tools is not None:
+        cases = SharedTools.of(tools).offer(iter_cases(cases))
 
     async def run() -> CheckResults:
         async with Judge(**options) as judge:
@@ -394,7 +413,7 @@ def _without_verdicts(
     judged = JudgeOutcome(
         status=status, error=why, samples=judge.samples, provenance=judge.provenance()
     )
-    return checked.model_copy(update={"judge": judged})
+    return with_judge(checked, judged)
 
 
 def _rubric_set(rubrics: str | Path | RubricSet | None, *, embedded: bool) -> RubricSet:

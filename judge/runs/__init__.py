@@ -4,7 +4,8 @@
 - `_runner`: every model, case and run, each response stored and graded: `_request` (one
   request), `_agent_loop` (an agent run, over `_agent`), `_batches` (provider batches),
   `_grading` (grading a record, and the pool jobs run in);
-- `_records`: the runs file (append-only, resumable);
+- `_records`: the runs file (append-only, resumable); `_resume`: which stored records are
+  still those of their cases (content hashes), for `run` and `regrade`;
 - `_repeats`: pass^k and pass@k;
 - `_compare`: pass rates with intervals (`_intervals`), breakdowns, paired differences between
   models, and the regression gate;

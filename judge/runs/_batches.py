@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from judge.cases._case import Case
+from judge.cases._hash import case_hash
 from judge.cases._json import dumps
 from judge.endpoints._batch import BatchOptions, BatchRun, BatchState, Progress
 from judge.endpoints._client import JudgeEndpointError
@@ -62,5 +63,6 @@ async def ask_in_batches(
 
 
 def job_key(model: str, case: Case, run: int) -> str:
-    """A stable key of one (model, case, run): a batch line's `custom_id`."""
-    return hashlib.sha256(dumps([model, case.id, run])).hexdigest()[:40]
+    """A stable key of one (model, case, run) of this content: a batch line's `custom_id`
+    (a changed case is a new request: a batch's reply to the old one is not taken for it)."""
+    return hashlib.sha256(dumps([model, case.id, run, case_hash(case)])).hexdigest()[:40]

@@ -39,6 +39,10 @@ class ModelStats:
     """Records, failed requests included."""
     errors: int
     """Requests that failed for good (left out of every rate)."""
+    tool_errors: int
+    """Tool calls of agent runs that failed in the environment (a tool's refusal, a server
+    that did not answer), over all runs."""
+    runs_with_tool_errors: int
     cases: int
     """Cases with at least one graded run (the n of the interval)."""
     pass_rate: Interval | None
@@ -72,6 +76,8 @@ class ModelStats:
             "model": self.model,
             "responses": self.responses,
             "errors": self.errors,
+            "tool_errors": self.tool_errors,
+            "runs_with_tool_errors": self.runs_with_tool_errors,
             "cases": self.cases,
             "pass_rate": self.pass_rate.to_dict() if self.pass_rate else None,
             "mean_f1": self.mean_f1,
@@ -283,6 +289,8 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
         model=model,
         responses=len(rows),
         errors=len(rows) - len(graded),
+        tool_errors=sum(len(r.tool_errors) for r in rows),
+        runs_with_tool_errors=sum(bool(r.tool_errors) for r in rows),
         cases=len(per_case),
         pass_rate=wilson(rate, len(per_case)) if rate is not None else None,
         mean_f1=sum(f1s) / len(f1s) if f1s else None,

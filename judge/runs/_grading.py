@@ -11,16 +11,20 @@ from typing import Any, TypeVar
 
 from judge.cases._calls import ShapeError, first_choice, normalise_response
 from judge.cases._case import Case
+from judge.cases._hash import case_hash, content_hash
 from judge.cases._match import Match
 from judge.cases._text_calls import with_text_calls
 from judge.checks._check import check_case
 from judge.checks._env import NOT_OBSERVED, EnvironmentFactory
 from judge.checks._kinds import FailureKind
+from judge.checks._mcp import McpServer
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
+from judge.checks._verdict import with_judge
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.runs._agent import final_answer, prompt_of
+from judge.runs._comparable import NOTHING_OF_ITS_OWN, has_reference
 from judge.runs._preflight import LOCAL
 from judge.runs._records import RunRecord
 
@@ -56,13 +60,17 @@ class Grader:
         self.match = match
         self.env = env
         self._schemas = SchemaCache()
+        self.grading = _grading(self)
+        """A digest of how this grader grades (each record's `graded_with`)."""
 
     def reads_text_calls(self, model: str) -> bool:
         return self.text_calls is None or model in self.text_calls
 
     async def grade(self, record: RunRecord, case: Case) -> RunRecord:
-        """`record` graded against `case` (a failed request stays as it is). Raises `Unjudged`
-        when the judge's endpoint refuses."""
+        """`record` graded against `case` (a failed request stays as it is), stamped with the
+        case's hash and `grading`. Raises `Unjudged` when the judge's endpoint refuses."""
+        stamp = {"case_hash": case_hash(case), "graded_with": self.grading}
+        record = record.model_copy(update=stamp)
         if record.error is not None or (record.response is None and record.transcript is None):
             return record
         if record.transcript is not None:
@@ -113,14 +121,16 @@ class Grader:
 
     async def _judged(self, record: RunRecord, graded: Case, checked: CaseResult) -> RunRecord:
         """`record` with the checks, and the judge's verdicts when there is a judge."""
+        undecided = None if has_reference(graded) else NOTHING_OF_ITS_OWN
         if self.judge is None or graded.response is None:
-            return record.graded(checked)
+            return record.graded(checked, undecided)
         try:
             judged = await self.judge.grade_case(graded, checked)  # checked once, here
         except JudgeEndpointError as exc:
             # The paid-for response is kept with its checks; a later `--judge` run judges it.
-            raise Unjudged(record.graded(checked), exc) from exc
-        return record.graded(checked.model_copy(update={"judge": judged.judge}))
+            raise Unjudged(record.graded(checked, undecided), exc) from exc
+        assert judged.judge is not None  # grade_case always attaches an outcome
+        return record.graded(with_judge(checked, judged.judge), undecided)
 
     async def grade_all(
         self,
@@ -171,6 +181,20 @@ async def pool(
         await asyncio.gather(*tasks, return_exceptions=True)
     if refused:
         raise refused[0]
+
+
+def _grading(grader: Grader) -> str:
+    """What grades a record beside its case, as one digest: the judge's fingerprint, the match
+    settings, the environment (by name: its code is not hashed) and whose text calls are read."""
+    judge, env = grader.judge, grader.env
+    return content_hash(
+        {
+            "judge": None if judge is None else judge.fingerprint(),
+            "match": None if grader.match is None else grader.match.model_dump(),
+            "env": env.described() if isinstance(env, McpServer) else env,
+            "text_calls": None if grader.text_calls is None else sorted(grader.text_calls),
+        }
+    )
 
 
 def needs_judging(record: RunRecord) -> bool:

@@ -59,6 +59,13 @@ class RunRecord(BaseModel):
     failures: tuple[Failure, ...] = ()
     judge: JudgeOutcome | None = None
     """The LLM judge's verdicts, when grading with the judge was asked."""
+    decided_by: Literal["checks", "judge"] | None = None
+    """Who decided `passed` (as in a `CaseResult`): written with a judge outcome."""
+    judge_dispute: bool = False
+    """The judge contradicts what the checks decided (written only when true)."""
+    undecided: str | None = None
+    """Why a graded response's `passed` is null when its case has nothing to grade it by
+    (written only then)."""
     usage: dict[str, Any] | None = None
     """The endpoint's token counts, as returned."""
     latency_s: float | None = None
@@ -77,13 +84,21 @@ class RunRecord(BaseModel):
     field but model, messages and tools (a case without tools is sent without `tool_choice`;
     `seed` is run 1's, run r was sent `seed + r - 1`), and for agent runs the loop's
     `max_steps`, `env` and `agent`."""
+    case_hash: str | None = None
+    """The sha256 of the case the record was asked and graded with (by `judge regrade`: graded
+    against). Resuming asks again a record whose case hashes otherwise now."""
+    graded_with: str | None = None
+    """A digest of what graded the record beside its case: the judge's fingerprint, the match
+    settings, the environment, the models whose reply text was read for calls. `judge regrade`
+    resumes its output's records only while it is the same."""
 
     @property
     def key(self) -> Key:
         return (self.model, self.case_id, self.run)
 
-    def graded(self, result: CaseResult) -> RunRecord:
-        """This record with the grade of `result` (checks, and the judge when it has one)."""
+    def graded(self, result: CaseResult, undecided: str | None = None) -> RunRecord:
+        """This record with the grade of `result` (checks, and the judge when it has one), and
+        why it is undecided where nothing could grade it."""
         update: dict[str, Any] = {
             "tool_selection": result.tool_selection,
             "schema_valid": result.schema_valid,
@@ -92,9 +107,14 @@ class RunRecord(BaseModel):
             "tool_assertions": result.tool_assertions,
             "call_scores": result.call_scores,
             "failures": result.failures,
+            "undecided": undecided if result.passed is None else None,
         }
         if result.judge is not None:
-            update["judge"] = result.judge
+            update |= {
+                "judge": result.judge,
+                "decided_by": result.decided_by,
+                "judge_dispute": result.judge_dispute,
+            }
         return self.model_copy(update=update)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -125,6 +145,11 @@ class RunRecord(BaseModel):
         }
         if self.judge is not None:
             data["judge"] = self.judge.model_dump(mode="json")
+            data["decided_by"] = self.decided_by
+            if self.judge_dispute:
+                data["judge_dispute"] = True
+        if self.undecided is not None:
+            data["undecided"] = self.undecided
         data |= {"usage": self.usage, "latency_s": self.latency_s, "cost_usd": self.cost_usd}
         if self.error is not None:
             data["error"] = self.error
@@ -133,6 +158,10 @@ class RunRecord(BaseModel):
         if self.batch is not None:
             data["batch"] = self.batch
         data |= {"attempts": self.attempts, "settings": self.settings}
+        if self.case_hash is not None:
+            data["case_hash"] = self.case_hash
+        if self.graded_with is not None:
+            data["graded_with"] = self.graded_with
         return data
 
     def line(self) -> bytes:

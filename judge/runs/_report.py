@@ -30,7 +30,8 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
     rates = Table(
         title="models, best first (pass rate: 95% Wilson interval over cases)", title_justify="left"
     )
-    columns = ("#", "model", "cases", "pass rate", "95% CI", "F1", *_CHECK_NAMES.values(), "errors")
+    columns = ("#", "model", "cases", "pass rate", "95% CI", "F1", *_CHECK_NAMES.values(),
+               "errors", "tool errors")  # fmt: skip
     for name in columns:
         rates.add_column(name, justify="left" if name == "model" else "right")
     for rank, stats in enumerate(models, start=1):
@@ -44,6 +45,7 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
             _f1(stats.mean_f1),
             *(_pct(stats.breakdown.get(name)) for name in _CHECK_NAMES),
             str(stats.errors),
+            f"{stats.tool_errors} in {stats.runs_with_tool_errors}" if stats.tool_errors else "0",
         )
     console.print(rates)
 

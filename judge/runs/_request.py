@@ -10,6 +10,7 @@ import orjson
 
 from judge.cases._calls import first_choice
 from judge.cases._case import Case
+from judge.cases._hash import case_hash
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.runs._grading import Grader
 from judge.runs._preflight import Agreed
@@ -41,7 +42,14 @@ class Asker:
 
     def failed(self, model: str, case: Case, run: int, why: str) -> RunRecord:
         """The record of a request that got no reply."""
-        return RunRecord(model=model, case_id=case.id, run=run, error=why, settings=self.settings)
+        return RunRecord(
+            model=model,
+            case_id=case.id,
+            run=run,
+            error=why,
+            settings=self.settings,
+            case_hash=case_hash(case),
+        )
 
     def record(
         self, model: str, case: Case, run: int, body: Any, spent: dict[str, Any], **extra: Any

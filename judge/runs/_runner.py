@@ -29,6 +29,7 @@ from judge.runs._grading import Grader, OnRecord, needs_judging, pool
 from judge.runs._preflight import LOCAL, Agreed, PreflightError, request_body
 from judge.runs._records import Key, RunRecord
 from judge.runs._request import Asker, Job, sorted_json
+from judge.runs._resume import case_hashes, of_its_case
 
 __all__ = [
     "AgentLoop",
@@ -48,7 +49,12 @@ class Plan:
     judge: list[tuple[RunRecord, Case]]
     """Stored responses without a usable verdict, judged first (only with a judge)."""
     ask: list[Job]
-    """The requests to send: triples not in the file yet, or that failed."""
+    """The requests to send: triples not in the file yet, that failed, or whose case changed."""
+    kept: int = 0
+    """The stored records not asked again."""
+    changed: int = 0
+    """The stored records asked again because their case changed since (or no hash of it was
+    stored with them)."""
 
     @property
     def total(self) -> int:
@@ -99,23 +105,32 @@ class Runner:
         runs: int,
         done: Mapping[Key, RunRecord] | None = None,
     ) -> Plan:
-        """Every (model, case, run) not already in `done` is asked (error records again);
-        with a judge, the stored responses that lack a usable verdict are judged first."""
+        """Every (model, case, run) not already in `done` of its case as it is now is asked
+        (error records again); with a judge, the stored responses of unchanged cases that lack
+        a usable verdict are judged first."""
         done = done or {}
         by_id = {case.id: case for case in cases}
+        hashes = case_hashes(cases)
         stale = [
             (record, by_id[record.case_id])
             for record in done.values()
-            if self.grader.judge is not None and needs_judging(record) and record.case_id in by_id
+            if self.grader.judge is not None
+            and needs_judging(record)
+            and record.case_id in by_id
+            and of_its_case(record, hashes)
         ]
         ask = [
             (model, case, run)
             for run in range(1, runs + 1)  # interleaved: a cut-short run stays balanced
             for case in cases
             for model in models
-            if (found := done.get((model, case.id, run))) is None or found.error is not None
+            if (found := done.get((model, case.id, run))) is None
+            or found.error is not None
+            or not of_its_case(found, hashes)
         ]
-        return Plan(judge=stale, ask=ask)
+        again = [found for m, c, r in ask if (found := done.get((m, c.id, r))) is not None]
+        changed = sum(1 for record in again if not of_its_case(record, hashes))
+        return Plan(judge=stale, ask=ask, kept=len(done) - len(again), changed=changed)
 
     async def run(self, plan: Plan, *, on_record: OnRecord) -> None:
         """Carry out `plan`; `on_record` gets each record as it is finished, to store it."""

@@ -26,9 +26,12 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from judge._errors import CaseError
+from judge.cases._case import Case
 from judge.cases._json import dumps
 from judge.cases._loading import Warn
 from judge.cases._match import Match
+from judge.cases._shared_tools import SharedTools
 from judge.checks._check import iter_check
 from judge.checks._env import EnvironmentFactory
 from judge.checks._result import CaseResult
@@ -55,6 +58,7 @@ def create_app(
     match: Match | None = None,
     env: EnvironmentFactory | None = None,
     traces: str | None = None,
+    tools: Any = None,
 ) -> FastAPI:
     """The service. `judge` grades `/v1/grade` (none: that endpoint answers 503); it is
     entered once when the app starts and closed when it stops. `token` (default: the
@@ -62,9 +66,12 @@ def create_app(
     bearer auth on. `match` and `env`
     set how `/v1/check` grades trajectories, as `judge check --match/--env` (a judge has its
     own). `traces` (a `judge import` format: `otel`, `langsmith`, `inspect`, `openai`) makes
-    request bodies trace data, converted to cases as `judge import` converts them."""
+    request bodies trace data, converted to cases as `judge import` converts them. `tools` (in
+    any form a case's `tools` takes, or `SharedTools`) are offered to every case of a request
+    that has none of its own, as `judge check --tools`."""
     token = service_token(token)
-    service = _Service(judge, limits or Limits(), match, env, traces)
+    shared = None if tools is None else SharedTools.of(tools)
+    service = _Service(judge, limits or Limits(), match, env, traces, shared)
     app = FastAPI(
         title="judge",
         version=version("tool-call-judge"),
@@ -90,11 +97,20 @@ class _Service:
     match: Match | None
     env: EnvironmentFactory | None
     traces: str | None
+    tools: SharedTools | None = None
+    """Offered to every case that has none of its own."""
     schemas: SchemaCache = field(default_factory=SchemaCache)
     """Validators built once for the app, not once per request."""
 
+    def items(self, batch: Batch, warn: Warn | None = None) -> Iterator[Case | CaseError]:
+        """The cases of a request, offered the service's tools where they have none."""
+        items = batch.items(warn)
+        return items if self.tools is None else self.tools.offer(items)
+
     def checked(self, batch: Batch, warn: Warn | None = None) -> Iterator[CaseResult]:
-        return iter_check(batch.items(warn), match=self.match, env=self.env, schemas=self.schemas)
+        return iter_check(
+            self.items(batch, warn), match=self.match, env=self.env, schemas=self.schemas
+        )
 
 
 def _lifespan(judge: Judge | None) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
@@ -177,9 +193,10 @@ def _add_grading_routes(app: FastAPI, service: _Service) -> None:
             raise HTTPException(503, _NO_JUDGE)
         batch = await read_batch(request, limits, source, traces)
         if batch.ndjson:
-            return _GradeStream(judge.iter_grade(batch.items()))
+            return _GradeStream(judge.iter_grade(service.items(batch)))
         warned: list[str] = []
-        items = await run_in_threadpool(lambda: list(batch.items(warned.append)))  # CPU work
+        # Reading the cases is CPU work: off the event loop.
+        items = await run_in_threadpool(lambda: list(service.items(batch, warned.append)))
         try:
             results = await judge.grade(items)
         except JudgeEndpointError as exc:

@@ -132,6 +132,11 @@ def _case_schema() -> dict[str, Any]:
             {"type": "null"},
         ],
     }
+    properties["draft"] = {
+        "const": False,
+        "description": 'An outline `judge init --from-mcp` writes has `"draft": true`: an '
+        "`InvalidCase` until it is filled in and the mark removed (or set to false).",
+    }
     defs.pop("Tool", None)
     defs.pop("Response", None)
     defs.pop("ToolCall", None)

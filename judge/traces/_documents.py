@@ -17,13 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal
 
+from judge.cases._file_form import MAX_DOCUMENT
 from judge.cases._json import DecodeError, loads
 
 EncodingErrors = Literal["strict", "replace"]
 MAX_DEPTH = 256
 """Arrays and objects a document may nest (OTLP and LangSmith records use a few dozen)."""
-MAX_DOCUMENT = 256 << 20
-"""Characters one document may take: a longer one is refused rather than held in memory."""
+# `MAX_DOCUMENT`: characters one document may take, the bound of a case file that is one JSON
+# document: a longer one is refused rather than held in memory.
 MAX_UNPACKED = 256 << 20
 """Bytes one compressed member (an Inspect `.eval` sample) may unpack to, by default."""
 _CHUNK = 1 << 20  # bytes read at a time
