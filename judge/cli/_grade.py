@@ -53,7 +53,7 @@ from judge.cli._matching import (
 )
 from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
 from judge.endpoints._client import JudgeEndpointError
-from judge.judging._grade import Judge
+from judge.judging._grade import Judge, grading
 from judge.judging._plan import Plan, plan
 from judge.judging._resume import Resumed
 
@@ -375,7 +375,7 @@ async def _grade(
     """Grade each source (a case file's path, or the cases of a trace file) into `output`,
     resuming what it holds; with `batching`, from the replies of provider batches (appended
     to `prepared`)."""
-    resumed = Resumed.read(output, judge.differs_from, judge.grading()) if output else None
+    resumed = Resumed.read(output, judge.differs_from, grading(judge)) if output else None
     async with judge:
         found = None
         if batching is not None:

@@ -280,7 +280,7 @@ class Judge:
             if checked is None
             else checked.model_copy(update={"ungrounded_values": ungrounded_values(case, checked)})
         )
-        stamp = {"case_hash": case_hash(case), "graded_with": self.grading()}
+        stamp = {"case_hash": case_hash(case), "graded_with": grading(self)}
         checked = checked.model_copy(update=stamp)
         if case.response is None:
             return _without_verdicts(self, checked, "skipped", "the case has no response to judge")
@@ -321,18 +321,6 @@ class Judge:
         judge (only the questions they need), keeping this judge's verdicts for them."""
         asked = Escalated(selection, list(arguments), answer=answer)
         return await reask(self._answering, self.rubrics, self.judge_broken, case, checked, asked)
-
-    def grading(self) -> str:
-        """A digest of what grades a case beside the judge: the match settings and the
-        environment (by name: its code is not hashed)."""
-        env = self.env
-        described = getattr(env, "described", None)
-        return content_hash(
-            {
-                "match": None if self.match is None else self.match.model_dump(),
-                "env": described() if callable(described) else env,
-            }
-        )
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
@@ -380,6 +368,19 @@ def grade(cases: Any, *, tools: Any = None, **options: Any) -> CheckResults:
             return await judge.grade(cases)
 
     return asyncio.run(run())
+
+
+def grading(judge: Judge) -> str:
+    """A digest of what grades a case beside the judge itself: the match settings and the
+    environment (by name: its code is not hashed)."""
+    env = judge.env
+    described = getattr(env, "described", None)
+    return content_hash(
+        {
+            "match": None if judge.match is None else judge.match.model_dump(),
+            "env": described() if callable(described) else env,
+        }
+    )
 
 
 def _fingerprint(judge: Judge, answers: bool) -> dict[str, Any]:
