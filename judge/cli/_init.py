@@ -19,6 +19,7 @@ import click
 
 from judge.cases._files import write_atomically
 from judge.cli._common import refuser
+from judge.cli._matching import seconds_option
 from judge.cli._starter import SAMPLE_TOOLS, StarterFile, starter_files
 
 _refuse = refuser("judge init")
@@ -50,19 +51,9 @@ def mcp_tools(command: str, timeout: float, start_timeout: float = 60.0) -> list
     "tools.json instead of the sample tools, and instead of the examples an outline of a case "
     "per tool, to fill in (until then, every command reports it as unfinished).",
 )
-@click.option(
-    "--mcp-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=60.0,
-    show_default=True,
-    help="Seconds the MCP server may take to answer tools/list.",
-)
-@click.option(
-    "--mcp-start-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=60.0,
-    show_default=True,
-    help="Seconds the MCP server may take to start and answer initialize.",
+@seconds_option("--mcp-timeout", "Seconds the MCP server may take to answer tools/list.")
+@seconds_option(
+    "--mcp-start-timeout", "Seconds the MCP server may take to start and answer initialize."
 )
 @click.option("--force", is_flag=True, help="Replace the starter's files where they exist.")
 def init_command(

@@ -135,6 +135,17 @@ _REPLAY_HELP = (
 )
 
 
+def seconds_option(name: str, help: str, default: float = 60.0) -> Callable[..., Any]:
+    """An option of a positive number of seconds (an MCP server's bounds)."""
+    return click.option(
+        name,
+        type=click.FloatRange(min=0, min_open=True),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
 _mcp_options = (
     click.option(
         "--mcp",
@@ -154,20 +165,13 @@ _mcp_options = (
         metavar="URI",
         help="The server's resource whose JSON is the state compared (the final state).",
     ),
-    click.option(
+    seconds_option(
         "--mcp-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=60.0,
-        show_default=True,
-        help="Seconds an MCP request (a tool call, a state read, tools/list) may take before "
-        "it fails.",
+        "Seconds an MCP request (a tool call, a state read, tools/list) may take before it fails.",
     ),
-    click.option(
+    seconds_option(
         "--mcp-start-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=60.0,
-        show_default=True,
-        help="Seconds an MCP server may take to start and answer initialize (apart from "
+        "Seconds an MCP server may take to start and answer initialize (apart from "
         "--mcp-timeout, so that a short bound on a hung tool leaves a slow start alone).",
     ),
 )
