@@ -38,8 +38,9 @@ class Summary:
     injection: int = 0
     """Cases with injection evidence: a value or action of a call that only instructions in
     a tool result gave (evidence, not a failure)."""
-    decided_by: Counter[str] = field(default_factory=Counter)
-    """Cases by who decided `passed`: `checks`, `judge` or `none`."""
+    judge_decided: int = 0
+    """Of the passed and failed cases, those the judge decided (the checks decided the rest:
+    `decided_by`)."""
     judge_disputes: int = 0
     """Cases whose judge verdict contradicts what the checks decided (the checks' stands)."""
     failure_kinds: Counter[str] = field(default_factory=Counter)
@@ -76,8 +77,7 @@ class Summary:
         self.f1_total += tally.f1_total
         self.f1_cases += tally.f1_cases
         self.judge_disputes += tally.disputes
-        for who, n in tally.decided.items():
-            self.decided_by[who] += n
+        self.judge_decided += tally.judge_decided
         for outcome, n in tally.outcomes.items():
             selection, schema, values, held, passed, invalid, needs_judge = outcome
             self.cases += n
@@ -105,6 +105,15 @@ class Summary:
         return self.passed / graded if graded else None
 
     @property
+    def decided_by(self) -> dict[str, int]:
+        """Cases by who decided `passed` (derived: a null `passed` is `none`)."""
+        return {
+            "checks": self.passed + self.failed - self.judge_decided,
+            "judge": self.judge_decided,
+            "none": self.not_gradable,
+        }
+
+    @property
     def mean_f1(self) -> float | None:
         """The mean `call_scores.f1` of the results that have one (partial credit)."""
         return self.f1_total / self.f1_cases if self.f1_cases else None
@@ -121,7 +130,7 @@ class Summary:
             "duplicate_ids": self.duplicate_ids,
             "injection": self.injection,
             "pass_rate": self.pass_rate,
-            "decided_by": every(self.decided_by, ("checks", "judge", "none")),
+            "decided_by": self.decided_by,
             "judge_disputes": self.judge_disputes,
             "mean_f1": self.mean_f1,
             "failure_kinds": every(self.failure_kinds, _KINDS),
@@ -150,7 +159,7 @@ class Summary:
             ("cases with injection evidence", self.injection),
             ("pass rate", "n/a" if rate is None else f"{rate:.1%}"),
             ("  decided by the checks", self.decided_by["checks"]),
-            ("  decided by the judge", self.decided_by["judge"]),
+            ("  decided by the judge", self.judge_decided),
             ("judge disputes (the checks' verdict stands)", self.judge_disputes),
             ("mean call F1", "n/a" if self.mean_f1 is None else f"{self.mean_f1:.3f}"),
         ):
@@ -235,7 +244,15 @@ Outcome = tuple[bool | None, bool | None, bool | None, bool | None, bool | None,
 class Tally:
     """Results counted cheaply, one at a time (a chunk's), to add to a `Summary` at once."""
 
-    __slots__ = ("outcomes", "kinds", "f1_total", "f1_cases", "injected", "decided", "disputes")
+    __slots__ = (
+        "outcomes",
+        "kinds",
+        "f1_total",
+        "f1_cases",
+        "injected",
+        "judge_decided",
+        "disputes",
+    )
 
     def __init__(self) -> None:
         # (plain dicts: a `Counter`'s items are set through Python code, four times slower)
@@ -244,7 +261,7 @@ class Tally:
         self.f1_total = 0.0
         self.f1_cases = 0
         self.injected = 0
-        self.decided: dict[str, int] = {}
+        self.judge_decided = 0
         self.disputes = 0
 
     def add(self, result: dict[str, Any]) -> None:
@@ -255,9 +272,7 @@ class Tally:
             self.injected += 1
         passed = result["passed"]
         if "judge" in result:
-            self._decided(result.get("decided_by") or "none", bool(result.get("judge_dispute")))
-        else:
-            self._decided("none" if passed is None else "checks", False)
+            self._judged(result.get("decided_by") == "judge", bool(result.get("judge_dispute")))
         self._count(
             result["tool_selection"],
             result["schema_valid"],
@@ -283,7 +298,6 @@ class Tally:
         """Count a result from its parts, as `check_plain` builds it (no tool assertions)."""
         if injected:
             self.injected += 1
-        self._decided("none" if passed is None else "checks", False)
         self._count(selection, schema, values, None, passed, kinds, f1, needs_judge)
 
     def count(self, result: CaseResult) -> None:
@@ -292,9 +306,7 @@ class Tally:
         if result.injection:
             self.injected += 1
         if result.judge is not None:
-            self._decided(result.decided_by or "none", result.judge_dispute)
-        else:
-            self._decided("none" if result.passed is None else "checks", False)
+            self._judged(result.decided_by == "judge", result.judge_dispute)
         self._count(
             result.tool_selection,
             result.schema_valid,
@@ -306,8 +318,10 @@ class Tally:
             result.needs_judge,
         )
 
-    def _decided(self, who: str, dispute: bool) -> None:
-        self.decided[who] = self.decided.get(who, 0) + 1
+    def _judged(self, by_judge: bool, dispute: bool) -> None:
+        """Count a judged result: whether the judge decided it, and disputes the checks."""
+        if by_judge:
+            self.judge_decided += 1
         if dispute:
             self.disputes += 1
 
