@@ -89,7 +89,13 @@ def test_a_three_step_refund_passes_on_final_state(shop: AgentServer, tmp_path: 
     assert len(record["requests"]) == 4
     assert record["usage"] == {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
     assert record["latency_s"] == pytest.approx(sum(r["latency_s"] for r in record["requests"]))
-    assert record["call_scores"] == {"matched": 3, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert record["call_scores"] == {
+        "matched": 3,
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+        "arguments": 1.0,
+    }
     assert record["settings"]["max_steps"] == 8 and record["settings"]["env"] == ENV
     assert record["response"]["choices"][0]["message"]["content"] == record["final_answer"]
 

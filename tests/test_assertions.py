@@ -131,6 +131,7 @@ def test_call_scores_against_hand_computed_values() -> None:
         "precision": 0.0,
         "recall": 0.0,
         "f1": 0.0,
+        "arguments": None,  # no call paired: no argument to score
     }
     assert grade(case(calls("lookup"), [], tools=TOOLS)).call_scores is None  # nothing expected
     bad_json = grade(case([call("lookup", "{oops")], [{"name": "lookup"}], tools=TOOLS))

@@ -66,8 +66,9 @@ def test_bfcl_files_become_gradable_cases(tmp_path: Path) -> None:
     assert case.expected_calls[0].arguments == {
         "base": {"$any": [10]},
         "height": {"$any": [5.0]},
-        "unit": {"$any": ["units"], "$optional": True},
+        "unit": {"$any": ["units", ""], "$optional": True},  # BFCL accepts "" as well
     }
+    assert case.match is not None and case.match.args == "exact"
     # Give it a response and it grades with BFCL's semantics: an int for a float is fine,
     # and the optional unit may be left out.
     row = json.loads(out.read_text()) | {

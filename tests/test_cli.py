@@ -62,7 +62,13 @@ def test_writes_one_result_per_line_and_a_json_summary(tmp_path: Path) -> None:
         "injection",
     }
     assert lines[0]["tool_assertions"] is None
-    assert lines[0]["call_scores"] == {"matched": 1, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert lines[0]["call_scores"] == {
+        "matched": 1,
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+        "arguments": 1.0,
+    }
     assert lines[1]["failures"] == [
         {
             "call": 0,

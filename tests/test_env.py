@@ -62,7 +62,16 @@ def test_two_orders_reach_the_same_state() -> None:
     assert result.passed is True
     assert result.final_state is not None and result.final_state.equal is True
     assert result.tool_selection is None  # only the end state was asked for
-    [strict] = check([counter_case([B, A], [A, B])], env=counter_env, match=Match(mode="strict"))
+    # One message's parallel calls have no order among themselves; two messages' have.
+    parallel = counter_case([B, A], [A, B])
+    assert check([parallel], env=counter_env, match=Match(mode="strict"))[0].passed is True
+    in_turns = counter_case([A], [A, B])
+    made = call(*B) | {"id": "c9"}
+    in_turns["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [made]},
+        {"role": "tool", "tool_call_id": "c9", "content": "ok"},
+    ]
+    [strict] = check([in_turns], env=counter_env, match=Match(mode="strict"))
     assert strict.passed is False and strict.final_state is not None
     assert strict.final_state.equal is True and "WrongOrder" in [k for _, k in kinds(strict)]
 

@@ -158,7 +158,7 @@ def test_each_python_example_parses_and_imports_what_exists(block: Block) -> Non
 
 def test_the_quick_start_runs_as_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # README's quick start, the deterministic part: a starter, then its checks, as the comment
-    # beside the command says ("1 passed, 2 failed, 2 for the judge").
+    # beside the command says ("2 passed, 2 failed, 1 for the judge").
     quick = next(b for b in blocks("sh") if b.page.name == "README.md" and "judge init" in b.text)
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
@@ -168,8 +168,8 @@ def test_the_quick_start_runs_as_shown(tmp_path: Path, monkeypatch: pytest.Monke
             done = runner.invoke(main, json_summary if args[0] == "check" else args)
             assert done.exit_code == 0, (args, done.output)
     summary = json.loads(done.stdout)
-    assert (summary["passed"], summary["failed"], summary["needs_judge"]) == (1, 2, 2)
-    assert "1 passed, 2 failed, 2 for the judge" in quick.text
+    assert (summary["passed"], summary["failed"], summary["needs_judge"]) == (2, 2, 1)
+    assert "2 passed, 2 failed, 1 for the judge" in quick.text
 
 
 _QUICK = {"check", "import", "schema", "init"}  # no model, no key, no network: run them all

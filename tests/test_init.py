@@ -58,7 +58,7 @@ def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.param("right-call", True, [], None, id="right-call-passes"),
         pytest.param("wrong-value", False, ["WrongValue"], None, id="wrong-value-fails"),
         pytest.param("wrong-tool", False, ["WrongTool"], None, id="wrong-tool-fails"),
-        pytest.param("no-call", None, [], True, id="no-call-text-needs-the-judge"),
+        pytest.param("no-call", True, [], None, id="no-call-text-passes"),
         pytest.param("ask", None, [], True, id="ask-text-needs-the-judge"),
     ],
 )

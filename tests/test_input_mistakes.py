@@ -278,7 +278,9 @@ MATCHERS = [
     pytest.param({"city": {"$any": ["Paris", {"$Any": [1]}]}}, "/city/$any/1",
                  'unknown matcher key "$Any" (did you mean "$any"?)', id="nested-in-an-option"),
     pytest.param({"city": [{"$gt": 3}]}, "/city/0",
-                 'unknown matcher key "$gt" (the matcher keys are "$any", "$optional")',
+                 'unknown matcher key "$gt" (the matcher keys are "$absent", "$any", "$date", '
+                 '"$int", "$judge", "$number", "$object", "$optional", "$regex", "$string", '
+                 '"$unordered")',
                  id="no-matcher-near"),
 ]  # fmt: skip
 

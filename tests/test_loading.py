@@ -355,3 +355,17 @@ def test_a_line_nested_too_deeply_is_a_bad_line_not_a_crash(tmp_path: Path) -> N
     assert [r.id for r in results] == ["ok", "deep.jsonl:2", "deep-args", "b"]
     assert "nested too deeply" in results[1].failures[0].message
     assert [f.kind.value for f in results[2].failures] == ["InvalidJson", "UnknownName"]
+
+
+def test_a_cases_match_values_is_a_known_field_and_applies() -> None:
+    # Regression: `match.values` was missing from the case format's known keys, so a case's
+    # value defaults were warned about as an unknown field and dropped before grading.
+    data = case(
+        [{"name": "get_weather", "arguments": {"city": "paris"}}],
+        [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+        match={"values": {"strings": "casefold"}},
+    )
+    loaded = load_cases([data], strict=True)
+    assert loaded.errors == []
+    [result] = check([data])
+    assert result.passed is True

@@ -217,6 +217,57 @@ def test_shapes_the_loader_rejects_the_schema_rejects(fields: dict[str, Any]) ->
     assert problems(schema("case"), data) != []
 
 
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [
+        pytest.param({"$number": 3.5, "abs": 0.01, "rel": 0.001}, True, id="number"),
+        pytest.param({"$int": 3, "$optional": True}, True, id="int-optional"),
+        pytest.param(
+            {"$string": "P", "case": False, "space": "ignore", "punct": "ignore"}, True, id="string"
+        ),
+        pytest.param({"$string": "P", "normalise": "bfcl"}, True, id="string-bfcl"),
+        pytest.param({"$regex": "^ord_[0-9]+$"}, True, id="regex"),
+        pytest.param({"$date": "2024-05-01", "order": "dmy"}, True, id="date"),
+        pytest.param({"$unordered": [{"$regex": "^a"}, {"a": {"$int": 1}}]}, True, id="unordered"),
+        pytest.param(
+            {"$object": {"a": {"$any": [1, {"$number": 2, "rel": 0.1}]}}, "extra": "allow"},
+            True,
+            id="object-nesting-any",
+        ),
+        pytest.param({"$judge": "the city the user named"}, True, id="judge"),
+        pytest.param({"$optional": True}, True, id="optional-alone"),
+        pytest.param({"$absent": True}, True, id="absent"),
+        pytest.param({"$any": [], "$optional": True}, True, id="left-out-the-old-way"),
+        pytest.param([{"a": {"$date": "2024-05-01"}}], True, id="matcher-deep-in-a-literal"),
+        pytest.param({"$any": [{"a": {"$optional": True}}]}, True, id="flag-in-a-literal-option"),
+        pytest.param({"$anyy": ["x"]}, False, id="unknown-key"),
+        pytest.param([{"a": {"$numbr": 1}}], False, id="unknown-key-deep"),
+        pytest.param({"$int": 3, "abs": 1}, False, id="option-of-another-head"),
+        pytest.param({"$int": 3, "$number": 3}, False, id="two-heads"),
+        pytest.param({"$string": "a", "space": "yes"}, False, id="option-value"),
+        pytest.param({"$number": 1, "abs": -1}, False, id="negative-tolerance"),
+        pytest.param({"$date": "1 May 2024"}, False, id="date-not-iso"),
+        pytest.param({"$absent": True, "$optional": True}, False, id="absent-not-alone"),
+        pytest.param({"$any": [{"$judge": "x"}]}, False, id="judge-inside-any"),
+        pytest.param({"$unordered": [{"$optional": True}]}, False, id="optional-inside-unordered"),
+        pytest.param({"$judge": " "}, False, id="judge-blank"),
+    ],
+)
+def test_matchers_fit_the_schema_as_the_reader_reads_them(value: Any, read: bool) -> None:
+    data = case([OPENAI_CALL], [{"name": "get_weather", "arguments": {"city": value}}])
+    assert (load_cases([data]).errors == []) is read
+    assert (problems(schema("case"), data) == []) is read
+
+
+def test_the_schema_knows_every_matcher_the_reader_knows() -> None:
+    from judge.cases._matcher_form import MATCHER_KEYS, OPTIONS
+    from judge.service._schema import json_schema
+
+    matcher = json_schema("case")["$defs"]["Matcher"]
+    options = {key for keys in OPTIONS.values() for key in keys}
+    assert set(matcher["properties"]) == MATCHER_KEYS | options
+
+
 def test_results_of_judge_check_fit_the_result_schema(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text(EXAMPLES.read_text() + "{broken\n" + '{"id": "x", "tools": 3}\n')

@@ -616,7 +616,13 @@ def test_the_service_grades_tool_assertions_and_partial_credit(client: httpx.Cli
     reply = client.post("/v1/check", json=[paris("good"), avoided])
     assert reply.status_code == 200
     good, bad = reply.json()["results"]
-    assert good["call_scores"] == {"matched": 1, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert good["call_scores"] == {
+        "matched": 1,
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+        "arguments": 1.0,
+    }
     assert good["tool_assertions"] is None
     assert (bad["tool_assertions"], bad["passed"]) == (False, False)
     assert [f["kind"] for f in bad["failures"]] == ["ForbiddenCall"]

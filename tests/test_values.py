@@ -95,16 +95,19 @@ def test_json_equality(actual: Any, expected: Any, equal: bool) -> None:
             id="missing-nested-field-is-wrong-value",
         ),
         pytest.param(
-            {"x": {"k": 1}},
+            {"x": {"k": 1}}, {"x": {"k": {"$any": [1, 2]}}}, [], id="nested-any-is-a-matcher"
+        ),
+        pytest.param(
+            {"x": {"k": 3}},
             {"x": {"k": {"$any": [1, 2]}}},
-            [("WrongValue", "/x")],
-            id="nested-any-is-a-literal",
+            [("WrongValue", "/x/k")],
+            id="a-nested-matcher-names-the-nested-place",
         ),
         pytest.param(
             {"x": {"k": {"$any": [1, 2]}}},
             {"x": {"k": {"$any": [1, 2]}}},
-            [],
-            id="nested-any-literal-matches-itself",
+            [("WrongValue", "/x/k")],
+            id="a-matcher-sent-as-a-value-is-no-option",
         ),
         pytest.param({"a/b": 1}, {"a/b": 2}, [("WrongValue", "/a~1b")], id="pointer-escapes-slash"),
     ],
@@ -277,10 +280,12 @@ def test_value_shortcuts_decide_as_the_general_comparison() -> None:
     assert kinds({"a": [True]}, {"a": [1]}) == ["WrongValue:a"]
     # extras are named in the order the call gives them, whatever the hash seed
     assert kinds({"z": 1, "a": 1, "m": 1}, {}) == ["WrongValue:z", "WrongValue:a", "WrongValue:m"]
-    # nested values that look like matchers, reached by a path override, read as before
-    assert kinds({"a": {"b": "x"}}, {"a": {"b": {"$any": "xy"}}}, ["/a/b"]) == []
-    assert kinds({"a": {"b": "xy"}}, {"a": {"b": {"$any": "xy"}}}, ["/a/b"]) == ["WrongValue:a/b"]
-    assert kinds({"a": {}}, {"a": {"b": {"$optional": 1}}}, ["/a/b"]) == []
+    # nested matchers reached by a path override compare as matchers
+    assert kinds({"a": {"b": "x"}}, {"a": {"b": {"$any": ["x", "y"]}}}, ["/a/b"]) == []
+    assert kinds({"a": {"b": "xy"}}, {"a": {"b": {"$any": ["x", "y"]}}}, ["/a/b"]) == [
+        "WrongValue:a/b"
+    ]
+    assert kinds({"a": {}}, {"a": {"b": {"$optional": True}}}, ["/a/b"]) == []
 
 
 def test_an_argument_rule_pickles_copies_and_subclasses() -> None:

@@ -54,10 +54,17 @@ UNFINISHED_OUTLINE = (
 class ExpectedCall(BaseModel):
     """A call the candidate should make.
 
-    Each argument value is a literal JSON value, or a matcher `{"$any": [v1, v2, ...]}`
-    (any of them), optionally with `"$optional": true` (may be left out).
-    `{"$any": [], "$optional": true}` means the argument must be left out. Any other key
-    beginning with `$`, at any depth of a value, is refused (a misspelt matcher).
+    Each argument value is a literal JSON value (compared as JSON, or as the case's
+    `match.values` says), or a matcher, at any depth: `{"$any": [v1, v2]}` (any of them);
+    `{"$number": 3.5, "abs": 0.01}` (or `"rel"`); `{"$int": 3}` (`3.0` fails);
+    `{"$string": "Paris", "case": false}` (also `space`, `punct`, `normalise: "bfcl"`);
+    `{"$regex": "^ord_[0-9]+$"}` (ECMA-262); `{"$date": "2024-05-01"}` (the same day in any
+    form; `order`: `dmy` or `mdy`); `{"$unordered": [...]}` (a multiset);
+    `{"$object": {...}, "extra": "allow"}`; `{"$judge": "..."}` (the LLM judge decides).
+    `"$optional": true` with any of them: may be left out (alone: any value, or none);
+    `{"$absent": true}`: must be left out. A key beginning with `$` that is none of these,
+    or a matcher written wrong, is refused with its JSON pointer (a misspelt matcher is never
+    compared as a literal).
     """
 
     model_config = ConfigDict(frozen=True)

@@ -30,7 +30,7 @@ CASE_KEYS = frozenset(
 EXPECTED_CALL_KEYS = frozenset(("name", "arguments", "function", "id", "type"))
 """An expected call, or an OpenAI tool call copied as one (`id`, `type`, `function`)."""
 EXPECTED_FUNCTION_KEYS = frozenset(("name", "arguments"))
-MATCH_KEYS = frozenset(("mode", "args", "overrides", "ignore_tools"))
+MATCH_KEYS = frozenset(("mode", "args", "overrides", "ignore_tools", "values"))
 ASSERT_KEYS = frozenset(("called", "avoided", "counts", "max_calls"))
 BOUND_KEYS = frozenset(("min", "max"))
 LABEL_KEYS = frozenset(

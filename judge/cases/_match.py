@@ -1,11 +1,13 @@
 """How strictly a candidate's calls must follow the reference: the match modes.
 
-A trajectory mode says which calls must correspond (`strict`: the same calls in the same order;
-`unordered`: the same multiset; `subset`: every candidate call is in the reference; `superset`:
-every reference call is in the candidate). An argument mode says how a call's arguments must
-correspond to its reference call (`exact`, `ignore`, `subset`, `superset`), with per-tool
-overrides: another mode, a list of argument paths (only those are compared), or a callable
-`compare(candidate_arguments, reference_arguments) -> bool`.
+A trajectory mode says which calls must correspond (`strict`: the same calls in the same order,
+a message's parallel calls in any order among themselves; `unordered`: the same multiset;
+`subset`: every candidate call is in the reference; `superset`: every reference call is in the
+candidate; `in_order`: every reference call is in the candidate, in order, other calls allowed
+between). Under every mode, `expected_calls: []` allows no call at all. An argument mode says
+how a call's arguments must correspond to its reference call (`exact`, `ignore`, `subset`,
+`superset`), with per-tool overrides: another mode, a list of argument paths (only those are
+compared), or a callable `compare(candidate_arguments, reference_arguments) -> bool`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -22,6 +24,18 @@ from pydantic.json_schema import SkipJsonSchema
 from judge.cases._form import ARGS_MODES, ArgsCompare, ArgsMode, MatchMode
 
 Override = ArgsMode | list[str] | SkipJsonSchema[ArgsCompare]
+
+
+class ValueDefaults(BaseModel):
+    """How a case's (or a run's) literal expected values compare; a matcher's own options win.
+    `strings`: `exact`; `casefold` (letter case aside); `bfcl` (BFCL's normalisation: spaces
+    and `,./-_*^` dropped, case aside). `numbers`: `json` (`1 == 1.0`); `strict` (an expected
+    integer takes only an integer, an expected float any number: BFCL's rule)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strings: Literal["exact", "casefold", "bfcl"] = "exact"
+    numbers: Literal["json", "strict"] = "json"
 
 
 class Match(BaseModel):
@@ -43,6 +57,9 @@ class Match(BaseModel):
     callable (Python only)."""
     ignore_tools: tuple[str, ...] = ()
     """Calls to these tools (read-only ones, say) are neither required nor counted as extra."""
+    values: ValueDefaults | None = None
+    """How literal expected values compare (matchers say it for themselves): `{"strings":
+    "casefold", "numbers": "strict"}`; unset, JSON equality."""
 
     @model_validator(mode="before")
     @classmethod

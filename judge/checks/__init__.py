@@ -3,7 +3,9 @@
 - `_structure`: one call's arguments (strict JSON, a known name, the tool's Draft 7 schema);
 - `_values`: expected values, with flexible matching rules (`_rules`: `ArgumentRule`);
 - `_arguments`: a call's arguments against its reference call, by argument mode;
-- `_trajectory`: the whole path of calls against the reference, by match mode;
+- `_trajectory`: the whole path of calls against the reference, by match mode (`_path_faults`:
+  what its `MissingCall` and `WrongOrder` failures say; `_match_targets`: settings that name
+  nothing in a case's tools, an `InvalidCase`);
 - `_env`: final state, by replaying the calls into an environment;
 - `_grounding`: argument values that appear nowhere in the conversation;
 - `_kinds`: the failure taxonomy (`FailureKind`);

@@ -9,6 +9,7 @@ from judge.cases._form import ArgsCompare, ArgsMode
 from judge.cases._json import dumps, pointer
 from judge.cases._lean_form import Expected
 from judge.checks._kinds import FailureKind
+from judge.checks._matchers import ABSENT, ValueDefaults, hint, value_fault
 from judge.checks._rules import ArgumentRule, Rules
 from judge.checks._values import json_equal, rule_for
 
@@ -20,7 +21,7 @@ MAX_SHOWN = 120
 # (a list, or None; `Any`, as a matcher-like value deep in the arguments may hold anything),
 # or a ready message).
 Fault = tuple[FailureKind, tuple[str, ...], Any, Any, str | None]
-_ABSENT = object()
+_ABSENT = ABSENT
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 # (an enum's member is looked up through its class at each use: read once here)
 _WRONG, _MISSING = FailureKind.WRONG_VALUE, FailureKind.MISSING_ARGUMENT
@@ -31,13 +32,14 @@ def faults(
     expected: Expected,
     compare: ArgsMode | list[str] | ArgsCompare,
     rules: Rules | None,
+    values: ValueDefaults | None = None,
 ) -> list[Fault] | None:
-    """What is wrong with `arguments` for `expected` under an argument mode; None when they
-    could not be parsed."""
+    """What is wrong with `arguments` for `expected` under an argument mode (and the value
+    defaults); None when they could not be parsed."""
     if arguments is None:
         return None
     if isinstance(compare, list):
-        return _pathfaults(arguments, expected, compare, rules)
+        return _pathfaults(arguments, expected, compare, rules, values)
     if not isinstance(compare, str):  # the user's predicate
         return _judged_by(compare, arguments, expected)
     if compare == "ignore":
@@ -50,14 +52,14 @@ def faults(
         if got is absent:
             if subset:
                 continue
-        elif rules is None:  # the common outcomes, found without the general comparison
+        elif rules is None and values is None:  # the common outcomes, found cheaply
             if type(want) is dict:
                 options = want.get("$any")
                 if type(options) is list and got in options and _typed_in(got, options):
                     continue
             elif want == got and type(want) is type(got) and type(got) in _SCALARS:
                 continue
-        fault = _value_fault(expected.name, (key,), got, want, rules)
+        fault = _value_fault(expected.name, (key,), got, want, rules, values)
         if fault is not None:
             found.append(fault)
     if compare in ("exact", "subset"):
@@ -69,25 +71,23 @@ def faults(
 
 
 def _value_fault(
-    tool: str, path: tuple[str, ...], got: Any, want: Any, rules: Rules | None
+    tool: str,
+    path: tuple[str, ...],
+    got: Any,
+    want: Any,
+    rules: Rules | None,
+    values: ValueDefaults | None,
 ) -> Fault | None:
-    """The fault of one value (`_ABSENT` when left out) against an expected one or a matcher."""
+    """The fault of one value (`_ABSENT` when left out) against an expected one: a literal, or
+    one that is or holds matchers (`_matchers`, which compares under the value defaults)."""
     rule = rule_for(rules, tool, path[0]) if rules else None
     if rule is not None and rule.ignore:
         return None
-    if isinstance(want, dict) and ("$any" in want or "$optional" in want):  # a matcher
-        options: Any = want.get("$any")
-        if got is _ABSENT:
-            optional = bool(want.get("$optional", False))
-            return None if optional else (_MISSING, path, None, options, None)
-        if options is None or _accepts(got, options, rule):
+    if values is None and got is not _ABSENT and type(want) in _SCALARS:  # the plain case
+        if _matches(got, want, rule):
             return None
-        return _WRONG, path, got, options, None
-    if got is _ABSENT:
-        return _MISSING, path, None, [want], None
-    if _matches(got, want, rule):
-        return None
-    return _WRONG, path, got, [want], None
+        return _WRONG, path, got, [want], None
+    return value_fault(path, got, want, values, rule)
 
 
 def _typed_in(got: Any, options: list[Any]) -> bool:
@@ -101,12 +101,12 @@ def _typed_in(got: Any, options: list[Any]) -> bool:
     return any(type(o) is kind and o == got for o in options)
 
 
-def _accepts(got: Any, options: Any, rule: ArgumentRule | None) -> bool:
-    return any(_matches(got, option, rule) for option in options)
-
-
 def _pathfaults(
-    arguments: dict[str, Any], expected: Expected, paths: list[str], rules: Rules | None
+    arguments: dict[str, Any],
+    expected: Expected,
+    paths: list[str],
+    rules: Rules | None,
+    values: ValueDefaults | None,
 ) -> list[Fault]:
     found: list[Fault] = []
     for path in paths:
@@ -117,7 +117,7 @@ def _pathfaults(
             if got is not _ABSENT:
                 found.append((FailureKind.WRONG_VALUE, parts, got, [], None))
             continue
-        fault = _value_fault(expected.name, parts, got, want, rules)
+        fault = _value_fault(expected.name, parts, got, want, rules, values)
         if fault is not None:
             found.append(fault)
     return found
@@ -162,8 +162,10 @@ def describe(fault: Fault) -> Problem:
         return kind, path, f"expected argument {shown!r} is missing"
     if not options:
         return kind, path, f"argument {shown!r} must be left out, got {show(got)}"
-    want = show(options[0]) if len(options) == 1 else f"one of {show(options)}"
-    return kind, path, f"argument {shown!r} is {show(got)}, expected {want}"
+    if len(options) == 1:
+        told = f"argument {shown!r} is {show(got)}, expected {show(options[0])}"
+        return kind, path, told + hint(got, options[0])
+    return kind, path, f"argument {shown!r} is {show(got)}, expected one of {show(options)}"
 
 
 def _matches(got: Any, want: Any, rule: ArgumentRule | None) -> bool:

@@ -15,6 +15,7 @@ from judge.cases._match import Match
 from judge.cases._shared_tools import SharedTools
 from judge.checks._arguments import Problem, show
 from judge.checks._assertions import check_assertions
+from judge.checks._credit import call_scores
 from judge.checks._env import (
     NOT_OBSERVED,
     EnvironmentFactory,
@@ -25,20 +26,26 @@ from judge.checks._env import (
 )
 from judge.checks._evidence import case_evidence
 from judge.checks._kinds import FailureKind
-from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply
+from judge.checks._match_targets import unmatched_targets
+from judge.checks._matchers import judge_targets
+from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, reply_without_call
 from judge.checks._plain import (
     DEFAULT,
     Settings,
-    call_scores,
     compare,
     in_call_order,
     structure,
     verdicts,
 )
-from judge.checks._result import CallScores, CaseResult, CheckResults, Failure
+from judge.checks._result import CallScores, CaseResult, CheckResults, Failure, JudgedValue
 from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache
-from judge.checks._trajectory import TrajectoryCall, TrajectoryReport, trajectory_calls
+from judge.checks._trajectory import (
+    TrajectoryCall,
+    TrajectoryReport,
+    message_of,
+    trajectory_calls,
+)
 
 
 def check(
@@ -139,6 +146,9 @@ def _check_read(
     if env is not None and not observes_state(env):
         env = None  # nothing to snapshot (an MCP server without --mcp-state): no reference
     settings = case.match.merged_over(match) if case.match is not None else match
+    wrong = unmatched_targets(case, settings) if settings is not None else []
+    if wrong:  # a setting that names nothing would pass vacuously
+        return _invalid(case.id, *wrong[0], *wrong[1:])
     has_mode = settings is not None and settings.mode is not None
     whole_path = whole_path or has_mode or env is not None
     located = _calls_of(case, whole_path)
@@ -260,7 +270,9 @@ def _by_reference(
     """The calls paired with the reference calls as the match mode `how` says (a trajectory
     report for `whole_path`), and the verdicts of the pairing."""
     case, calls, problems, state = read.case, read.calls, read.problems, read.state
-    compared = compare([c.name for c in calls], read.parsed, expected, how, rules)
+    after = len(case.messages)  # (the response's calls: one message after the conversation)
+    groups = [message_of(source, after) for _, source in read.located] if whole_path else None
+    compared = compare([c.name for c in calls], read.parsed, expected, how, rules, groups)
     problems.extend(compared.problems)
     report = None
     if whole_path:
@@ -277,32 +289,29 @@ def _by_reference(
     passed: bool | None
     selection, argument_values, passed = verdicts(compared, bool(expected), how, read.schema_valid)
     if state is not None:  # both must hold; a reference that cannot be replayed: unknown
-        passed = None if state.equal is None else passed and state.equal
+        passed = None if state.equal is None else passed if state.equal else False
     needs_judge = False
     if passed and not calls:
         passed, needs_judge = _no_call_reply(case, problems)
+    targets = judge_targets(compared.problems, compared.pairs, read.parsed, expected)
+    values = tuple(JudgedValue(call=c, path=p, value=v, expected=w) for c, p, v, w in targets)
     return _result(
         case, selection, read.schema_valid, argument_values, passed, problems, report, state,
-        holds=read.holds, scored=compared.scored, needs_judge=needs_judge,
-    )  # fmt: skip
+        holds=read.holds, scored=compared.scored, needs_judge=needs_judge or bool(values),
+    ).model_copy(update={"judge_values": values})  # fmt: skip
 
 
 def _no_call_reply(
     case: Case, problems: list[tuple[int | None, Problem]]
 ) -> tuple[bool | None, bool]:
-    """`passed` and `needs_judge` of a case passed so far whose reply makes no call: for an
-    `ask` / `no_call` case, undecided (the judge's to say) when it has text, else failed; a
-    case not run yet is undecided too."""
-    behavior = case.expected_behavior
-    if behavior not in NO_CALL_BEHAVIORS:
-        return True, False
-    if case.response is None:  # not run yet: nothing to say of its reply
-        return None, False
-    empty = undecided_reply(behavior, case.response.content or "")
-    if empty is None:
-        return None, True
-    problems.append((None, empty))
-    return False, False
+    """`passed` and `needs_judge` of a case passed so far whose reply makes no call, as
+    `reply_without_call` says (an `ask` reply with text is the judge's)."""
+    response = case.response
+    text = None if response is None else response.content or ""
+    passed, empty = reply_without_call(case.expected_behavior, text)
+    if empty is not None:
+        problems.append((None, empty))
+    return passed, passed is None and text is not None
 
 
 def _read_one(data: dict[str, Any] | str | bytes) -> Case | CaseError:
@@ -336,15 +345,20 @@ def _state_problems(state: StateReport) -> list[tuple[int | None, Problem]]:
     return problems
 
 
-def _invalid(case_id: str, path: str, message: str) -> CaseResult:
-    failure = Failure(call=None, kind=FailureKind.INVALID_CASE, path=path, message=message)
+def _invalid(case_id: str, path: str, message: str, *more: tuple[str, str]) -> CaseResult:
+    """An `InvalidCase` result: a failure at `path`, and one for each of `more` (path,
+    message)."""
+    failures = tuple(
+        Failure(call=None, kind=FailureKind.INVALID_CASE, path=at, message=said)
+        for at, said in ((path, message), *more)
+    )
     return CaseResult(
         id=case_id,
         tool_selection=None,
         schema_valid=None,
         argument_values=None,
         passed=None,
-        failures=(failure,),
+        failures=failures,
     )
 
 
@@ -359,10 +373,10 @@ def _result(
     state: StateReport | None = None,
     *,
     holds: bool | None = None,
-    scored: tuple[int, int, int] | None = None,
+    scored: tuple[int, ...] | None = None,
     needs_judge: bool = False,
 ) -> CaseResult:
-    """`scored`: the pairing's (matched, calls, expected) counts, for `call_scores`."""
+    """`scored`: the pairing's counts, for `call_scores`."""
     if holds is False:  # `passed` and the tool assertions must both hold
         passed = False
     scores = call_scores(*scored) if scored is not None else None

@@ -18,9 +18,9 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from judge.cases._case import Case, ExpectedCall
-from judge.cases._form import is_matcher
 from judge.cases._json import pointer
 from judge.cases._match import load_object
+from judge.checks._matchers import ABSENT, example
 from judge.checks._values import json_equal
 
 _MAX_DIFFS = 50
@@ -203,17 +203,11 @@ def replay(
 
 
 def reference_arguments(call: ExpectedCall) -> dict[str, Any]:
-    """The arguments to replay for an expected call: the first acceptable value of an `$any`,
-    and optional arguments without one left out."""
-    arguments: dict[str, Any] = {}
-    for key, value in call.arguments.items():
-        if is_matcher(value):
-            options = value.get("$any")
-            if options:
-                arguments[key] = options[0]
-        else:
-            arguments[key] = value
-    return arguments
+    """The arguments to replay for an expected call: a value each matcher accepts (`$any`'s
+    first), optional arguments without one left out. ValueError where a matcher names no
+    value (`$regex`, `$judge`)."""
+    told = {key: example(value) for key, value in call.arguments.items()}
+    return {key: value for key, value in told.items() if value is not ABSENT}
 
 
 def _diff(want: Any, got: Any, path: tuple[Any, ...], out: list[StateDiff]) -> None:

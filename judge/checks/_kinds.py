@@ -45,5 +45,8 @@ class FailureKind(StrEnum):
     EMPTY_REPLY = "EmptyReply"
     """A case that expects the assistant to ask the user (`expected_behavior: ask`) or to answer
     without a call (`no_call`), whose reply makes no call and has no text either."""
+    NEEDS_JUDGE = "NeedsJudge"
+    """An argument whose expected value is a `$judge` matcher: only the judge can say whether
+    it is acceptable (`judge grade` asks it; `judge check` leaves the case undecided)."""
     INVALID_CASE = "InvalidCase"
     """The case itself could not be read (or its reference not replayed); nothing was graded."""

@@ -1,6 +1,7 @@
 """What decides a case without a reference: a call broken in itself fails it, and a case whose
-right reply makes no call (`expected_behavior: ask` / `no_call`) is held to making none, its
-text left to the judge. Part of the compiled core, beside `_plain`, which calls it."""
+right reply makes no call (`expected_behavior: ask` / `no_call`) is held to making none: a
+`no_call` reply with text passes, whether an `ask` reply's text asks is the judge's. Part of the
+compiled core, beside `_plain`, which calls it."""
 
 from __future__ import annotations
 
@@ -28,14 +29,19 @@ def broken(problems: list[tuple[int | None, Problem]]) -> bool:
     return any(problem[1][0] in _STRUCTURAL for problem in problems)
 
 
-def undecided_reply(behavior: str, text: str) -> Problem | None:
-    """Of a reply that rightly makes no call where the case expects `ask` or `no_call`: the
-    `EmptyReply` failure when it has no text either, else None (the judge must decide)."""
+def reply_without_call(
+    behavior: str | None, text: str | None
+) -> tuple[bool | None, Problem | None]:
+    """`passed` of a case passed so far whose reply makes no call, and its `EmptyReply` failure
+    if any. Where the case expects `ask` or `no_call`: failed when the reply has no text either;
+    undecided for an `ask` reply with text (whether it asks is the judge's: `needs_judge`) and
+    for a case not run yet (`text` None); else passed."""
+    if behavior not in NO_CALL_BEHAVIORS:
+        return True, None
+    if text is None:
+        return None, None
     if text.strip():
-        return None
+        return (None if behavior == "ask" else True), None
     what = "ask the user" if behavior == "ask" else "answer without a call"
-    return (
-        FailureKind.EMPTY_REPLY,
-        "",
-        f"the reply makes no call and has no text: the case expects it to {what}",
-    )
+    message = f"the reply makes no call and has no text: the case expects it to {what}"
+    return False, (FailureKind.EMPTY_REPLY, "", message)

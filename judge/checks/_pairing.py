@@ -4,6 +4,7 @@ pairing break the reference's order."""
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from functools import cache
 from itertools import permutations
 from math import perm
@@ -52,10 +53,16 @@ def _orders(n: int, k: int) -> tuple[tuple[int, ...], ...]:
     return tuple(permutations(range(n), k))
 
 
-def out_of_order(pairs: list[tuple[int, int]]) -> list[int]:
+def out_of_order(pairs: list[tuple[int, int]], groups: Sequence[int] | None = None) -> list[int]:
     """The calls of `(call, expected)` pairs that break the reference order: those outside a
-    longest run of pairs whose expected indices increase with the call indices."""
-    ordered = sorted(pairs)
+    longest run of pairs whose expected indices increase with the call indices. `groups`
+    (by call index: the assistant message of each call) leaves the calls of one message in
+    no order among themselves: parallel calls are taken in the reference's order."""
+    if groups is None:
+        ordered = sorted(pairs)
+    else:
+        keyed = sorted([(groups[call], expected, call) for call, expected in pairs])
+        ordered = [(call, expected) for _, expected, call in keyed]
     tails: list[int] = []  # tails[k]: smallest expected index ending an increasing run of k+1
     tail_at: list[int] = []  # position in `ordered` of that tail
     parent: list[int] = [-1] * len(ordered)
@@ -73,4 +80,5 @@ def out_of_order(pairs: list[tuple[int, int]]) -> list[int]:
     while position >= 0:
         keep.add(position)
         position = parent[position]
-    return [ordered[p][0] for p in range(len(ordered)) if p not in keep]
+    late = [ordered[p][0] for p in range(len(ordered)) if p not in keep]
+    return late if groups is None else sorted(late)

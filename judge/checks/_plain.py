@@ -7,18 +7,25 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
 from judge.cases._lean import LeanCase, LeanTool
 from judge.cases._lean_form import Called, Expected
 from judge.checks._arguments import Fault, Problem, describe, faults
+from judge.checks._credit import call_scores, leaf_count, leaves_right
 from judge.checks._injection import injection_evidence
 from judge.checks._kinds import FailureKind
-from judge.checks._no_reference import NO_CALL_BEHAVIORS, broken, undecided_reply, unexpected_call
+from judge.checks._matchers import ValueDefaults
+from judge.checks._no_reference import (
+    NO_CALL_BEHAVIORS,
+    broken,
+    reply_without_call,
+    unexpected_call,
+)
 from judge.checks._origins import Conversation, value_origins
 from judge.checks._pairing import least_cost_pairs, out_of_order, rounded
+from judge.checks._path_faults import missing_call, wrong_order
 from judge.checks._rules import Rules
 from judge.checks._structure import SchemaCache, parse_arguments
 from judge.checks._summary import Tally
@@ -28,6 +35,8 @@ if TYPE_CHECKING:
 
 _UNPARSEABLE = 1_000  # the cost of unparseable arguments: more than any parseable call's faults
 _KIND_NAMES = {kind: kind.value for kind in FailureKind}
+_EXTRA_ALLOWED = ("superset", "in_order")  # modes where calls outside the reference are fine
+_ORDERED = ("strict", "in_order")  # modes where paired calls must keep the reference's order
 
 
 class Settings(Protocol):
@@ -41,6 +50,8 @@ class Settings(Protocol):
     def overrides(self) -> Mapping[str, Any]: ...
     @property
     def arguments(self) -> ArgsMode: ...
+    @property
+    def values(self) -> ValueDefaults | None: ...
     def args_for(self, tool: str) -> ArgsMode | list[str] | ArgsCompare: ...
 
 
@@ -50,6 +61,7 @@ class _Default:
     ignore_tools: tuple[str, ...] = ()
     overrides: Mapping[str, Any] = field(default_factory=dict)
     arguments: ArgsMode = "superset"
+    values: ValueDefaults | None = None
 
     def args_for(self, tool: str) -> ArgsMode:
         return self.arguments
@@ -83,7 +95,10 @@ def check_plain(case: LeanCase, schemas: SchemaCache, tally: Tally | None = None
         problems.extend(said)
         selection = True
         argument_values = passed = schema_valid is not False and not said
-        scores = call_scores(int(not said and parsed[0] is not None), 1, 1)
+        args = expected[0].arguments
+        leaves = leaf_count(args)
+        right = leaves if not said else leaves_right(names[0], parsed[0], args, None, None)
+        scores = call_scores(int(not said and parsed[0] is not None), 1, 1, right, leaves)
     elif expected is not None and not expected:
         # no call expected: what `compare` and `verdicts` say, cut short
         problems.extend(unexpected_call(i, name, False) for i, name in enumerate(names))
@@ -108,16 +123,13 @@ def check_plain(case: LeanCase, schemas: SchemaCache, tally: Tally | None = None
     }
     needs_judge = False
     if passed and not calls and behavior in NO_CALL_BEHAVIORS:
-        text = case.reply_text
-        empty = None if text is None else undecided_reply(behavior, text)
-        if text is None:  # not run yet: nothing to say of its reply
-            passed = data["passed"] = None
-        elif empty is None:
-            passed = data["passed"] = None
-            needs_judge = data["needs_judge"] = True
-        else:
-            passed = data["passed"] = False
+        text = case.reply_text  # (None: not run yet)
+        passed, empty = reply_without_call(behavior, text)
+        data["passed"] = passed
+        if empty is not None:
             problems.append((None, empty))
+        elif passed is None and text is not None:
+            needs_judge = data["needs_judge"] = True
     failures, kinds = [], []
     for call, (kind, path, message) in in_call_order(problems):
         kinds.append(_KIND_NAMES[kind])
@@ -151,23 +163,9 @@ def _place(tool: LeanTool | None) -> tuple[int, Any] | None:
     return None if tool is None else (tool.index, tool.parameters)
 
 
-@lru_cache(maxsize=1024)
-def call_scores(matched: int, calls: int, expected: int) -> dict[str, Any] | None:
-    """Partial credit from the one-to-one pairing: `matched` calls (name and every expected
-    argument right) over the `calls` made (precision) and the `expected` calls (recall), and
-    their F1; None when nothing was expected. With no call made, precision is 0. The dict is
-    shared between results (cached): read it, never change it."""
-    if not expected:
-        return None
-    precision = matched / calls if calls else 0.0
-    recall = matched / expected
-    f1 = 2 * precision * recall / (precision + recall) if matched else 0.0
-    return {"matched": matched, "precision": precision, "recall": recall, "f1": f1}
-
-
 def verdicts(
     compared: Compared, any_expected: bool, how: Settings, schema_valid: bool | None
-) -> tuple[bool, bool | None, bool]:
+) -> tuple[bool, bool | None, bool | None]:
     """`tool_selection`, `argument_values` and `passed` of a case with expected calls."""
     selection = compared.selection
     in_order = not compared.out_of_order
@@ -177,7 +175,17 @@ def verdicts(
     if how.arguments == "ignore" and not how.overrides:
         return selection, None, selection and in_order and structure_ok
     argument_values = structure_ok and selection and compared.values_ok
-    return selection, argument_values, argument_values and in_order
+    # (null where only the judge can say of a value: a `$judge` matcher; out of order fails)
+    return selection, argument_values, argument_values if in_order else False
+
+
+def _settled(found: list[Problem]) -> bool | None:
+    """Whether a call's values are right, given its problems: false with any but those left
+    to the judge (`NeedsJudge`), null with those alone."""
+    for problem in found:
+        if problem[0] is not FailureKind.NEEDS_JUDGE:
+            return False
+    return None
 
 
 def in_call_order(
@@ -246,9 +254,9 @@ class Compared:
         out_of_order: list[int],
         ignored: list[int],
         selection: bool,
-        values_ok: bool,
+        values_ok: bool | None,
         problems: list[tuple[int | None, Problem]],
-        scored: tuple[int, int, int],
+        scored: tuple[int, int, int, int, int],
     ) -> None:
         self.pairs = pairs
         self.missing = missing
@@ -260,7 +268,8 @@ class Compared:
         self.problems = problems
         self.scored = scored
         """Calls matched (name and every expected argument), calls and expected calls counted
-        (ignored tools left out): what `call_scores` is computed from."""
+        (ignored tools left out), the expected argument leaves of the paired calls got right,
+        and those leaves counted: what `call_scores` is computed from."""
 
 
 def compare(
@@ -269,14 +278,21 @@ def compare(
     expected: Sequence[Expected],
     how: Settings,
     rules: Rules | None,
+    groups: Sequence[int] | None = None,
 ) -> Compared:
-    """Pair calls with reference calls and say what the match mode makes of the rest."""
+    """Pair calls with reference calls and say what the match mode makes of the rest.
+    `groups` (by call: its assistant message) frees a message's parallel calls from the
+    reference's order among themselves (`strict`, `in_order`)."""
     one = len(names) == 1 == len(expected) and names[0] == expected[0].name
     if one and names[0] not in how.ignore_tools:  # the common case: one call, to the tool expected
-        wrong = faults(parsed[0], expected[0], how.args_for(names[0]), rules)
+        wrong = faults(parsed[0], expected[0], how.args_for(names[0]), rules, how.values)
         said: list[tuple[int | None, Problem]] = [(0, describe(f)) for f in wrong or ()]
         right = int(not said and parsed[0] is not None)
-        return Compared([(0, 0)], [], [], [], [], True, not said, said, (right, 1, 1))
+        settled = True if not said else _settled([p for _, p in said])
+        leaves, args = leaf_count(expected[0].arguments), expected[0].arguments
+        got = leaves if not said else leaves_right(names[0], parsed[0], args, how.values, rules)
+        scored = (right, 1, 1, got, leaves)
+        return Compared([(0, 0)], [], [], [], [], True, settled, said, scored)
     skip = set(how.ignore_tools)
     if skip:
         call_ids = [i for i, name in enumerate(names) if name not in skip]
@@ -287,13 +303,22 @@ def compare(
         names, parsed, expected, call_ids, exp_ids, how, rules
     )
     mode = how.mode
-    extra = unpaired_calls if mode != "superset" else []
+    # (`expected_calls: []` allows no call, whatever the mode)
+    extra = unpaired_calls if mode not in _EXTRA_ALLOWED or not expected else []
     missing = unpaired_expected if mode != "subset" else []
     problems: list[tuple[int | None, Problem]] = []
-    values_ok = True
-    right = 0
-    for call_index, _, found in pairs:
-        values_ok = values_ok and not found
+    values_ok: bool | None = True
+    right = leaves = leaves_got = 0
+    for call_index, exp_index, found in pairs:
+        args = expected[exp_index].arguments
+        count = leaf_count(args)
+        leaves += count
+        leaves_got += (
+            count if not found else
+            leaves_right(names[call_index], parsed[call_index], args, how.values, rules)
+        )  # fmt: skip
+        if found:  # (false with any fault, else null where the judge must say)
+            values_ok = False if values_ok is False else _settled(found)
         right += not found and parsed[call_index] is not None
         problems.extend((call_index, p) for p in found)
     if extra and missing and len(call_ids) == len(exp_ids):
@@ -301,24 +326,15 @@ def compare(
             message = f"called {names[call_index]!r}, expected {expected[exp_index].name!r}"
             problems.append((call_index, (FailureKind.WRONG_TOOL, "", message)))
     else:
-        for exp_index in missing:
-            message = f"expected a call to {expected[exp_index].name!r}, none made"
-            problems.append(
-                (None, (FailureKind.MISSING_CALL, f"/expected_calls/{exp_index}", message))
-            )
+        if missing:
+            paired_with = {c: e for c, e, _ in pairs}
+            for e in missing:
+                problems.append((None, missing_call(e, expected, names, call_ids, paired_with)))
         problems.extend(unexpected_call(i, names[i], bool(expected)) for i in extra)
     matched = [(c, e) for c, e, _ in pairs]
-    late = out_of_order(matched) if mode == "strict" else []
+    late = out_of_order(matched, groups) if mode in _ORDERED else []
     if late:
-        order = " -> ".join(expected[e].name for e in exp_ids)
-        paired_with = dict(matched)
-        for call_index in late:
-            e = paired_with[call_index]
-            message = (
-                f"call to {names[call_index]!r} is out of order: it is step "
-                f"{exp_ids.index(e) + 1} of {order} (/expected_calls/{e})"
-            )
-            problems.append((call_index, (FailureKind.WRONG_ORDER, "", message)))
+        problems.extend(wrong_order(late, names, expected, exp_ids, dict(matched)))
     return Compared(
         pairs=matched,
         missing=missing,
@@ -328,7 +344,7 @@ def compare(
         selection=not extra and not missing,
         values_ok=values_ok,
         problems=problems,
-        scored=(right, len(call_ids), len(exp_ids)),
+        scored=(right, len(call_ids), len(exp_ids), leaves_got, leaves),
     )
 
 
@@ -361,9 +377,9 @@ def _pair(
         if theirs is None:
             extra.extend(mine)
             continue
-        compare = how.args_for(name)
+        compare, values = how.args_for(name), how.values
         if len(mine) == 1 == len(theirs):  # the common case: one call, one reference call
-            found = faults(parsed[mine[0]], expected[theirs[0]], compare, rules)
+            found = faults(parsed[mine[0]], expected[theirs[0]], compare, rules, values)
             pairs.append((mine[0], theirs[0], [describe(fault) for fault in found or ()]))
             continue
         # Relative places in the trajectory and in the reference, in hundredths apart: ties
@@ -376,7 +392,7 @@ def _pair(
             # Each call at its reference call's place: when none has a fault, pairing them in
             # order costs nothing, so it is the least-cost pairing (and the first one tried).
             diagonal = [
-                faults(parsed[c], expected[e], compare, rules)
+                faults(parsed[c], expected[e], compare, rules, values)
                 for c, e in zip(mine, theirs, strict=True)
             ]
             if all(found == [] for found in diagonal):
@@ -386,7 +402,7 @@ def _pair(
             [
                 diagonal[a]
                 if diagonal and a == b
-                else faults(parsed[c], expected[e], compare, rules)
+                else faults(parsed[c], expected[e], compare, rules, values)
                 for b, e in enumerate(theirs)
             ]
             for a, c in enumerate(mine)

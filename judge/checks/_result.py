@@ -75,6 +75,29 @@ class CallScores(BaseModel):
     recall: float
     """Matched over the expected calls."""
     f1: float
+    arguments: float | None = None
+    """The share of the paired calls' expected argument leaves that match (a leaf: a value
+    holding no object or array, or a matcher), whether or not the call matched whole: partial
+    credit per argument; null when no call paired or none expects an argument."""
+
+
+class JudgedValue(BaseModel):
+    """An argument value whose expected value is a `$judge` matcher: code cannot say whether
+    it is acceptable; the judge does (`judge grade`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: int
+    path: str
+    """JSON pointer into the call's arguments."""
+    value: Any
+    """What the call gave."""
+    expected: str
+    """The matcher's words: what the value must be."""
+    verdict: bool | None = None
+    """The judge's: the value is what `expected` says; null until the judge is asked."""
+    confidence: float | None = None
+    """The judge's confidence in its verdict, where it reports one."""
 
 
 class CaseResult(BaseModel):
@@ -84,8 +107,8 @@ class CaseResult(BaseModel):
 
     id: str
     tool_selection: bool | None
-    """The calls pair one-to-one with the expected calls by name (with a `subset` / `superset`
-    match, only the side the mode requires; ignored tools left out); null without
+    """The calls pair one-to-one with the expected calls by name (with a `subset`, `superset`
+    or `in_order` match, only the side the mode requires; ignored tools left out); null without
     `expected_calls` (an `ask` / `no_call` case without them is held to no call at all)."""
     schema_valid: bool | None
     """Every call parses and fits its tool's schema; null when there are no calls."""
@@ -96,17 +119,21 @@ class CaseResult(BaseModel):
     """The case's one verdict. The checks': false whenever a call is broken in itself
     (`InvalidJson`, `UnknownName`, `SchemaMismatch`) or the reference fails it; with
     `assert_tools` they must hold too (and alone decide when `expected_calls` is absent).
-    Where the checks leave it open (no reference, `needs_judge`), the judge's (`judge grade`);
-    null where neither decides (no judge, an abstention, `judge_error`). See `decided_by`."""
+    A case that expects no call (`expected_behavior: no_call`, or `expected_calls: []`) and
+    whose reply makes none and has text passes. Where the checks leave it open (no reference,
+    `needs_judge`), the judge's (`judge grade`); null where neither decides (no judge, an
+    abstention, `judge_error`). See `decided_by`."""
     tool_assertions: bool | None = None
     """Every `assert_tools` assertion holds; null when the case has none."""
     needs_judge: bool = False
     """`passed` is null because only the judge can decide: the case expects the assistant to
-    ask the user (`expected_behavior: ask`) or to answer without a call (`no_call`), the reply
-    rightly makes no call, and whether its text asks or answers as it should is not for code
-    to say. Written only when true."""
+    ask the user (`expected_behavior: ask`), the reply rightly makes no call, and whether its
+    text asks is not for code to say. Written only when true."""
     call_scores: CallScores | None = None
     """Partial credit against non-empty `expected_calls`; null otherwise."""
+    judge_values: tuple[JudgedValue, ...] = ()
+    """The arguments that `$judge` matchers leave to the judge (each a `NeedsJudge` failure
+    until it answers), with its verdicts once `judge grade` asked. Written only when any."""
     failures: tuple[Failure, ...] = ()
     judge: JudgeOutcome | None = None
     """The LLM judge's verdicts (`judge grade`); absent from `judge check` results."""
@@ -157,6 +184,8 @@ class CaseResult(BaseModel):
         }
         if self.needs_judge:
             data["needs_judge"] = True
+        if self.judge_values:
+            data["judge_values"] = [v.model_dump() for v in self.judge_values]
         if self.value_origins is not None:
             data["value_origins"] = [o.model_dump() for o in self.value_origins]
         if self.injection is not None:

@@ -36,9 +36,11 @@ class TrajectoryReport(BaseModel):
     missing: tuple[int, ...] = ()
     """Expected calls the mode requires and the candidate did not make."""
     extra: tuple[int, ...] = ()
-    """Calls the mode does not allow: in no pair with a reference call."""
+    """Calls the mode does not allow: in no pair with a reference call (`superset` and
+    `in_order` allow them, unless `expected_calls` is empty)."""
     out_of_order: tuple[int, ...] = ()
-    """`strict` only: the fewest matched calls that must move for the order to agree."""
+    """`strict` and `in_order` only: the fewest matched calls that must move for the order to
+    agree (the parallel calls of one message have no order among themselves)."""
     ignored: tuple[int, ...] = ()
     """Calls to `ignore_tools`, neither required nor extra."""
 
@@ -60,6 +62,14 @@ def trajectory_calls(case: Case) -> list[tuple[ToolCall, str]]:
     for j, call in enumerate(case.tool_calls):
         found.append((call, f"/response/tool_calls/{j}"))
     return found
+
+
+def message_of(source: str, response_at: int) -> int:
+    """The index of the message that holds the call at `source` (a `trajectory_calls`
+    pointer); `response_at` for the response's calls."""
+    if source.startswith("/messages/"):
+        return int(source.split("/")[2])
+    return response_at
 
 
 def response_offset(case: Case, trajectory: TrajectoryReport | None) -> int:

@@ -326,7 +326,8 @@ def sample_command(
 )
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def bfcl_command(questions: str, possible_answers: str | None, output: str) -> None:
-    """Convert a BFCL category file (as shipped in bfcl-eval) into cases."""
+    """Convert a BFCL category file (as shipped in bfcl-eval) into cases that judge check
+    grades by BFCL's own rules."""
     from judge.cases._bfcl import bfcl_cases
 
     refuse_over_inputs("bfcl", [questions, possible_answers], [("-o", output)])

@@ -98,7 +98,7 @@ def _say_done(directory: str, files: list[StarterFile], source: str | None) -> N
     tools = os.path.normpath(os.path.join(directory, "tools.json"))
     if source is None:
         edit = "edit tools.json and cases.jsonl with your agent's real tools and replies"
-        gives = "the examples give 1 passed, 2 failed and 2 for the judge, exit 0"
+        gives = "the examples give 2 passed, 2 failed and 1 for the judge, exit 0"
     else:
         edit = (
             "tools.json holds the server's tools; cases.jsonl an outline per tool: write "

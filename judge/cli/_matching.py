@@ -4,7 +4,7 @@ only when one is given)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
@@ -100,9 +100,11 @@ _matching_options = (
         "--match",
         type=click.Choice(MATCH_MODES),
         help="Grade every call of the trajectory (assistant turns and response) against "
-        "expected_calls: strict (same calls, same order), unordered (same calls), subset "
-        "(no call outside the reference), superset (every reference call made). A case's "
-        "own `match` wins.",
+        "expected_calls: strict (same calls, same order; one message's parallel calls in any "
+        "order), unordered (same calls), subset (no call outside the reference), superset "
+        "(every reference call made), in_order (every reference call made, in order, other "
+        "calls between). Under every mode, expected_calls [] allows no call. A case's own "
+        "`match` wins.",
     ),
     click.option(
         "--args-match",
@@ -125,6 +127,16 @@ _matching_options = (
         multiple=True,
         metavar="NAME",
         help="Leave calls to this tool out of the comparison (read-only tools, say). Repeatable.",
+    ),
+    click.option(
+        "--values",
+        "value_defaults",
+        multiple=True,
+        metavar="KEY=HOW",
+        help="How literal expected values compare: strings=exact|casefold|bfcl, "
+        "numbers=json|strict (strict: an expected integer takes only an integer). "
+        "Comma-separated or repeated; a case's own match.values wins; matchers such as "
+        '{"$string": "Paris", "case": false} say it for themselves.',
     ),
 )
 
@@ -210,9 +222,10 @@ def match_settings(
     args_match: str | None,
     overrides: tuple[str, ...],
     ignore_tools: tuple[str, ...],
+    value_defaults: tuple[str, ...] = (),
 ) -> Match | None:
     """The run's match settings from the options, or None when none was given."""
-    if mode is None and args_match is None and not overrides and not ignore_tools:
+    if not (mode or args_match or overrides or ignore_tools or value_defaults):
         return None
     from judge.cases._match import Match, parse_override
 
@@ -225,7 +238,28 @@ def match_settings(
         given["overrides"] = dict(parse_override(text) for text in overrides)
     if ignore_tools:
         given["ignore_tools"] = ignore_tools
+    if value_defaults:
+        given["values"] = _values(value_defaults)
     return Match(**given)
+
+
+def _values(given: tuple[str, ...]) -> dict[str, str]:
+    """`--values strings=casefold,numbers=strict` as `Match.values` reads it; ValueError for
+    a setting it has not."""
+    from judge.cases._match import ValueDefaults
+
+    told: dict[str, str] = {}
+    for text in ",".join(given).split(","):
+        key, sep, how = (part.strip() for part in text.partition("="))
+        choices = ValueDefaults.model_fields.get(key)
+        allowed = get_args(choices.annotation) if choices is not None else ()
+        if not sep or how not in allowed:
+            raise ValueError(
+                f"--values {text.strip()!r}: expected strings=exact|casefold|bfcl or "
+                "numbers=json|strict"
+            )
+        told[key] = how
+    return told
 
 
 def trajectory_from(
@@ -239,6 +273,7 @@ def trajectory_from(
         options.pop("args_match"),
         options.pop("overrides"),
         options.pop("ignore_tools"),
+        options.pop("value_defaults", ()),
     )
     env = options.pop("env")
     server = mcp_server(options, agent_runs=agent_runs)

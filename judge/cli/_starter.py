@@ -128,7 +128,7 @@ def starter_cases() -> list[dict[str, Any]]:
             "Refunds reach your card within 5 to 10 business days.",
             None,
             expected_behavior="no_call",
-            meta={"shows": judged.format("answers the question right")},
+            meta={"shows": "passed: no call, as expected, and an answer in text"},
         ),
         _case(
             "ask",
@@ -274,7 +274,9 @@ Written by `judge init`. Each file, and what to do with it:
   (`--tools tools.json`; a case with its own `tools` keeps them). {tools_note}
 - `cases.jsonl`: {cases_note}
   An expected value may be `{{"$any": [v1, v2]}}` (any of them), with `"$optional": true`
-  (may be left out).
+  (may be left out), or another matcher, at any depth: `$number` (with `abs`/`rel`), `$int`,
+  `$string` (with `case`, `space`, `punct`), `$regex`, `$date`, `$unordered`, `$object`,
+  `$absent`, `$judge` (the judge decides); `judge schema case` lists them all.
 - `calibration.jsonl`: cases labelled by hand (`labels`: selection, arguments), with the
   sample shop's tools: the start of a sample to measure the LLM judge against people before
   trusting it: grow it to a hundred or so (step 3), then `judge calibrate` it.

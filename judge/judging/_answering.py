@@ -1,6 +1,6 @@
 """Answering a case's questions: a scored rubric's one-token questions decided by its weights
 (or the probe, on the case's hidden state), a generated verdict asked once per sample and
-decided by majority."""
+decided by majority, and a `$judge` value's yes or no (one token, or the samples' majority)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from judge.judging._decide import majority, majority_arguments
 from judge.judging._probing import ProbeReader
 from judge.judging._questions import Question
 from judge.judging._reading import ReplyError
+from judge.judging._replies import ValueVerdict
 from judge.judging._scored import (
     Fit,
     answer_verdict,
@@ -39,6 +40,8 @@ class Answered:
     answer: AnswerVerdict | None = None
     flips: list[float] = field(default_factory=list)
     error: ReplyError | None = None
+    values: dict[int, ValueVerdict] = field(default_factory=dict)
+    """The `$judge` values answered, by their index in the result's `judge_values`."""
 
 
 class Answering:
@@ -66,7 +69,9 @@ class Answering:
             tally.update(requests=int(asked))
         for question in questions:
             try:
-                if question.rubric.scored:  # one greedy token a question: samples agree
+                if question.value is not None:
+                    found.values[question.value] = await self._value(question, tally)
+                elif question.rubric.scored:  # one greedy token a question: samples agree
                     _take_scored(found, await self._scored(question, tally, hidden))
                 else:
                     _take_sampled(found, question, await self._sampled(question, tally))
@@ -76,6 +81,24 @@ class Answering:
 
     async def _sampled(self, question: Question, tally: Counter[str]) -> list[Any]:
         return [await self.asker.ask(question, sample, tally) for sample in range(self.samples)]
+
+    async def _value(self, question: Question, tally: Counter[str]) -> ValueVerdict:
+        """A `$judge` value's verdict: a scored rubric's one token, P(its first answer) read
+        from the logprobs (greedy: samples would agree); else the majority of the samples of
+        a generated `{"verdict": ...}`, its confidence from the logprobs (one sample) or the
+        samples' agreement."""
+        rubric = question.rubric
+        if not rubric.scored:
+            verdict: ValueVerdict = majority(await self._sampled(question, tally))[0]
+            return verdict
+        [ask] = asks(rubric, question.messages, question.calls)
+        p = await self.asker.answer(rubric, ask, tally)
+        yes = p >= 0.5
+        return ValueVerdict(
+            verdict="yes" if yes else "no",
+            confidence=p if yes else 1 - p,
+            confidence_source="logprobs",
+        )
 
     async def _scored(
         self, question: Question, tally: Counter[str], hidden: Any

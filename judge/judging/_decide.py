@@ -18,6 +18,7 @@ from judge.checks._outcome import (
     TrajectoryVerdict,
 )
 from judge.checks._result import CaseResult, Failure
+from judge.judging._replies import ValueVerdict
 
 DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
     FailureKind.INVALID_JSON: "invalid_json",
@@ -26,7 +27,7 @@ DERIVED_PROBLEMS: dict[FailureKind, ArgumentProblem] = {
 }
 
 
-V = TypeVar("V", SelectionVerdict, ArgumentVerdict, TrajectoryVerdict, AnswerVerdict)
+V = TypeVar("V", SelectionVerdict, ArgumentVerdict, TrajectoryVerdict, AnswerVerdict, ValueVerdict)
 A = TypeVar("A", SelectionVerdict, ArgumentVerdict, AnswerVerdict)
 
 

@@ -44,6 +44,7 @@ from judge.judging._asker import Asked, Asker, FormatChoice
 from judge.judging._assemble import Escalated, Judged, Verdicts, outcome, reask, settled
 from judge.judging._cache import VerdictCache
 from judge.judging._identity import Identity, differences, judge_fields
+from judge.judging._judged_values import with_value_verdicts
 from judge.judging._parallel import in_parallel
 from judge.judging._probing import (
     ProbeChoice,
@@ -291,6 +292,7 @@ class Judge:
             return _without_verdicts(self, checked, "judge_error", why)
         tally: Counter[str] = Counter()
         answered = await self._answering.answered(asked.questions, tally)
+        checked = with_value_verdicts(checked, answered.values)  # `$judge` values decided
         found = Verdicts(
             asked.selection if answered.selection is None else answered.selection,
             sorted([*asked.arguments, *answered.arguments], key=lambda a: a.call),

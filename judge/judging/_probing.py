@@ -26,7 +26,7 @@ def probe_ask(questions: list[Question]) -> Ask | None:
     """The prompt whose hidden state a case's probe reads: the first question of its first
     scored rubric (selection's, unless code decided it; then arguments')."""
     for question in questions:
-        if question.rubric.scored and question.dimension != "trajectory":
+        if question.rubric.scored and question.dimension not in ("trajectory", "value"):
             found = asks(question.rubric, question.messages, question.calls)
             if found:
                 return found[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from judge.cases._calls import ToolCall
@@ -12,6 +13,7 @@ from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import parse_arguments
 from judge.checks._trajectory import response_offset, trajectory_calls
+from judge.judging._sandbox import shorten
 
 STRUCTURAL = frozenset(
     (
@@ -66,7 +68,33 @@ def rubric_variables(case: Case, checked: CaseResult) -> dict[str, Any]:
         "injection": [i.model_dump() for i in injection],
         "steps": [],
         "expected_answer": case.expected_answer,
+        "judged_value": None,
     }
+
+
+_VALUE_CHARS = 600
+
+
+def judged_value(case: Case, checked: CaseResult, index: int) -> dict[str, Any]:
+    """What the value rubric is asked about one `$judge` value (`judge_values[index]`): the
+    call (numbered from 1, as the checks number it) and its tool, the argument's JSON pointer,
+    the value as JSON and the matcher's words, each cut to a few hundred characters."""
+    value = checked.judge_values[index]
+    if checked.trajectory is not None:
+        names = [c.name for c in checked.trajectory.calls]
+    else:
+        names = [c.name for c in case.tool_calls]
+    return {
+        "call": value.call + 1,
+        "name": names[value.call] if 0 <= value.call < len(names) else None,
+        "path": value.path,
+        "value": shorten(_json(value.value), _VALUE_CHARS),
+        "expected": shorten(value.expected, _VALUE_CHARS),
+    }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 _RESULT_CHARS = 600

@@ -1,5 +1,6 @@
 """What the judge is asked about a case: one question per rubric (and per call for a
-per-call rubric), and the verdicts decided without asking."""
+per-call rubric), one per `$judge` value left to it, and the verdicts decided without
+asking."""
 
 from __future__ import annotations
 
@@ -34,12 +35,19 @@ from judge.checks._outcome import (
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
 from judge.judging._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
-from judge.judging._prompt import response_failures, rubric_variables, trajectory_steps
+from judge.judging._prompt import (
+    judged_value,
+    response_failures,
+    rubric_variables,
+    trajectory_steps,
+)
 from judge.judging._replies import (
+    ValueVerdict,
     answer_schema,
     arguments_schema,
     selection_schema,
     trajectory_schema,
+    value_schema,
 )
 from judge.judging._rubric import Rubric, RubricSet
 
@@ -48,7 +56,7 @@ from judge.judging._rubric import Rubric, RubricSet
 class Question:
     """One request a case needs (asked `samples` times)."""
 
-    dimension: Literal["selection", "arguments", "trajectory", "answer"]
+    dimension: Literal["selection", "arguments", "trajectory", "answer", "value"]
     rubric: Rubric
     messages: list[dict[str, str]]
     schema: dict[str, Any]
@@ -57,6 +65,8 @@ class Question:
     """A scored selection or answer question's evidence from code (`CODE_FEATURES`)."""
     call_counts: tuple[tuple[tuple[str, float], ...], ...] = ()
     """A scored arguments question's evidence from code, per call of `calls`."""
+    value: int | None = None
+    """A value question's `$judge` value: its index in the result's `judge_values`."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,27 @@ def questions_for(
         questions.append(Question("trajectory", rubric, rubric.render(chosen), schema, ()))
     if answers and rubrics.answer is not None and ends_in_text(case):
         questions.append(_answer(case, rubrics.answer, variables))
+    if rubrics.value is not None:  # last: the case's own questions keep their shared prefix
+        questions.extend(_values(case, checked, rubrics.value, variables))
     return Questions(selection, derived, questions)
+
+
+def _values(
+    case: Case, checked: CaseResult, rubric: Rubric, variables: dict[str, Any]
+) -> list[Question]:
+    """One yes/no question for each `$judge` value the judge has not answered yet."""
+    schema = {} if rubric.scored else value_schema()
+    return [
+        Question(
+            "value",
+            rubric,
+            rubric.render({**variables, "judged_value": judged_value(case, checked, index)}),
+            schema,
+            value=index,
+        )
+        for index, value in enumerate(checked.judge_values)
+        if value.verdict is None
+    ]
 
 
 def _unknown_tool(unknown: list[Failure]) -> SelectionVerdict:
@@ -312,6 +342,8 @@ def parser(question: Question) -> Callable[[Any], Any]:
         return lambda data: TrajectoryVerdict.model_validate(_asked(data, labels))
     if question.dimension == "answer":
         return lambda data: AnswerVerdict.model_validate(_asked(data, labels))
+    if question.dimension == "value":
+        return lambda data: ValueVerdict.model_validate(_asked(data, labels))
     if question.dimension == "selection":
         if question.rubric.decide_action:
             return lambda data: settle_selection(_asked(data, labels), called=bool(question.calls))

@@ -1,9 +1,12 @@
 """The JSON Schemas the judge's replies must fit (strict-mode compatible): reasoning first,
-labels constrained to the verdict types' enums."""
+labels constrained to the verdict types' enums; and a `$judge` value's verdict, a bare yes or
+no."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from judge.checks._outcome import (
     ANSWER_CATEGORIES,
@@ -69,6 +72,24 @@ def answer_schema(max_reasoning: int | None) -> dict[str, Any]:
             "category": {"type": "string", "enum": list(ANSWER_CATEGORIES)},
         }
     )
+
+
+class ValueVerdict(BaseModel):
+    """The judge's verdict on one `$judge` value: whether it is what the matcher's words say."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verdict: Literal["yes", "no"]
+    confidence: float | None = None
+    """P(the verdict): the answer token's share of the logprobs, or the share of the samples
+    that gave it; null where the endpoint gives neither."""
+    confidence_source: Literal["logprobs", "samples", "none"] = "none"
+
+
+def value_schema() -> dict[str, Any]:
+    """The reply schema of a `$judge` value's verdict: `{"verdict": "yes" | "no"}`, nothing
+    before it (one question about one value: the label is the whole reply)."""
+    return _object({"verdict": {"type": "string", "enum": ["yes", "no"]}})
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ A rubric file starts with a header between `+++` lines, then defines two blocks:
     +++
     name = "selection"
     version = "1.0"
-    dimension = "selection"          # or "arguments", "trajectory", "answer"
+    dimension = "selection"          # or "arguments", "trajectory", "answer", "value"
     labels = ["correct", "incorrect"]
     +++
     {% block system %}...{% endblock %}
@@ -31,12 +31,13 @@ from judge._errors import JudgeError
 from judge.checks._outcome import RubricRef
 from judge.judging._sandbox import ENV, cut_middle
 
-Dimension = Literal["selection", "arguments", "trajectory", "answer"]
+Dimension = Literal["selection", "arguments", "trajectory", "answer", "value"]
 _LABELS: dict[str, tuple[str, ...]] = {
     "selection": ("correct", "incorrect"),
     "arguments": ("correct", "incorrect", "not_applicable"),
     "trajectory": ("correct", "incorrect"),
     "answer": ("correct", "incorrect"),
+    "value": ("yes", "no"),
 }
 # What every rubric may use; anything else is refused when the rubric is loaded.
 VARIABLES = frozenset(
@@ -53,6 +54,7 @@ VARIABLES = frozenset(
         "injection",
         "steps",
         "expected_answer",
+        "judged_value",
     )
 )
 
@@ -194,6 +196,9 @@ class RubricSet:
     """Asked only when trajectories are judged; the built-in one when a folder has none."""
     answer: Rubric | None = None
     """Asked only when answers are judged; the built-in one when a folder has none."""
+    value: Rubric | None = None
+    """Asked of each `$judge` value (yes or no); the built-in one when a folder has none.
+    Outside `refs` and `all`: no calibration or probe reads it."""
 
     @property
     def refs(self) -> tuple[RubricRef, ...]:
@@ -205,10 +210,11 @@ class RubricSet:
         return (self.selection, self.arguments, *extra)
 
     def named(self, name: str) -> Rubric:
-        for rubric in self.all:
+        every = self.all if self.value is None else (*self.all, self.value)
+        for rubric in every:
             if rubric.name == name or rubric.dimension == name:
                 return rubric
-        have = ", ".join(repr(r.name) for r in self.all)
+        have = ", ".join(repr(r.name) for r in every)
         raise RubricError(f"no rubric named {name!r} (have {have})")
 
 
@@ -227,9 +233,9 @@ BRIEF_REASONING = 200
 
 def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") -> RubricSet:
     """Load the `*.j2` rubrics of a directory: exactly one per dimension (selection and
-    arguments at least; the built-in trajectory and answer rubrics stand in for missing ones,
-    cut at the folder's smallest `max_prompt_chars` where its rubrics set one, with brief
-    reasoning: a folder made for a small judge keeps every prompt and reply within its
+    arguments at least; the built-in trajectory, answer and value rubrics stand in for missing
+    ones, cut at the folder's smallest `max_prompt_chars` where its rubrics set one, with
+    brief reasoning: a folder made for a small judge keeps every prompt and reply within its
     context)."""
     folder = Path(directory) if directory is not None else builtin_rubrics_dir(kind)
     if not folder.is_dir():
@@ -247,12 +253,12 @@ def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") 
     if missing:
         raise RubricError(f"{folder}: no rubric for {', '.join(missing)} (*.j2 files)")
     caps = [r.max_prompt_chars for r in found.values() if r.max_prompt_chars is not None]
-    for dimension in ("trajectory", "answer"):
+    for dimension in ("trajectory", "answer", "value"):
         if dimension not in found:
             shipped = builtin_rubrics_dir("default") / f"{dimension}.j2"
             if shipped.is_file():
                 stand_in = load_rubric(shipped)
-                if caps and stand_in.max_prompt_chars is None:
+                if caps and (stand_in.max_prompt_chars or min(caps) + 1) > min(caps):
                     stand_in = replace(
                         stand_in,
                         max_prompt_chars=min(caps),
@@ -264,6 +270,7 @@ def load_rubrics(directory: str | Path | None = None, *, kind: str = "default") 
         arguments=found["arguments"],
         trajectory=found.get("trajectory"),
         answer=found.get("answer"),
+        value=found.get("value"),
     )
 
 
@@ -329,6 +336,10 @@ def _check_scored(header: _Header, path: Path) -> None:
     ids = [q.id for q in header.questions]
     if len(set(ids)) < len(ids):
         raise RubricError(f"{path}: two questions share an id")
+    if header.dimension == "value":  # P(the first answer) is the verdict: nothing to combine
+        if len(ids) != 1 or header.combine:
+            raise RubricError(f"{path}: a scored value rubric asks one question, no [combine]")
+        return
     for branch in ("called", "not_called"):
         if branch not in header.combine:
             if header.dimension == "arguments" and branch == "not_called":

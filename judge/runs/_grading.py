@@ -20,7 +20,6 @@ from judge.checks._kinds import FailureKind
 from judge.checks._mcp import McpServer
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
-from judge.checks._verdict import with_judge
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.runs._agent import final_answer, prompt_of
@@ -130,7 +129,7 @@ class Grader:
             # The paid-for response is kept with its checks; a later `--judge` run judges it.
             raise Unjudged(record.graded(checked, undecided), exc) from exc
         assert judged.judge is not None  # grade_case always attaches an outcome
-        return record.graded(with_judge(checked, judged.judge), undecided)
+        return record.graded(judged, undecided)  # with the verdicts of its `$judge` values
 
     async def grade_all(
         self,

@@ -19,6 +19,7 @@ from judge.cases._form import MATCH_MODES
 from judge.cases._tools import LIST_RESULT_KEYS, TOOL_FORMS
 from judge.checks._result import CaseResult
 from judge.runs._records import RunRecord
+from judge.service._matcher_schema import matcher_defs
 
 SchemaName = Literal["case", "result", "run", "calibration"]
 SCHEMA_NAMES: tuple[SchemaName, ...] = ("case", "result", "run", "calibration")
@@ -26,8 +27,6 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 _TEXT_OR_NULL = {"type": ["string", "null"]}
 _OBJECT_OR_NULL = {"type": ["object", "null"]}
-# An argument value that is an object with `$any` or `$optional` is a matcher.
-_MATCHER_LIKE = {"type": "object", "anyOf": [{"required": ["$any"]}, {"required": ["$optional"]}]}
 _CALL_ARGUMENTS = {
     "description": "The arguments: JSON text (kept raw, so invalid JSON can be graded) or a "
     "JSON value (serialised); absent means none."
@@ -183,7 +182,7 @@ def _case_defs(expected_call: dict[str, Any]) -> dict[str, Any]:
     body = copy.deepcopy(expected_call)
     arguments = body["properties"]["arguments"]
     arguments.pop("default", None)
-    arguments["additionalProperties"] = {"if": _MATCHER_LIKE, "then": {"$ref": "#/$defs/Matcher"}}
+    arguments["additionalProperties"] = {"$ref": "#/$defs/ExpectedValue"}
     body["properties"]["arguments"] = {
         "anyOf": [
             arguments,
@@ -207,21 +206,10 @@ def _case_defs(expected_call: dict[str, Any]) -> dict[str, Any]:
     return {
         "ToolInput": tool,
         "ExpectedCallInput": expected,
-        "Matcher": _matcher(),
+        **matcher_defs(),
         "ResponseInput": _response_input(),
         "ResponseItem": _response_item(),
         "ResponseMessage": _message(),
-    }
-
-
-def _matcher() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "description": 'An expected argument value with choices: `{"$any": [v1, v2, ...]}` '
-        '(any of them), optionally `"$optional": true` (may be left out); '
-        '`{"$any": [], "$optional": true}`: must be left out.',
-        "properties": {"$any": {"type": "array"}, "$optional": {"type": "boolean"}},
-        "additionalProperties": False,
     }
 
 

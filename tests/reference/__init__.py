@@ -1,0 +1,1 @@
+"""References other tools give, to measure `judge` against (vendored, with their licences)."""
