@@ -35,6 +35,7 @@ MODULES = (
     "judge.checks._numbers",
     "judge.cases._lean",
     "judge.checks._values",
+    "judge.checks._credit",
     "judge.checks._arguments",
     "judge.checks._structure",
     "judge.checks._no_reference",

@@ -201,3 +201,35 @@ def test_partial_credit_counts_the_argument_leaves_got_right(tmp_path: Path) -> 
     shares = [r.call_scores.arguments for r in check(cases) if r.call_scores is not None]
     assert shares == [1.0, 0.5, 0.0]
     assert [r["call_scores"]["arguments"] for r in _cli(tmp_path, cases)] == shares
+
+
+def test_leaves_told_from_the_failures_are_those_compared_one_by_one() -> None:
+    """`leaves_got` reads the right leaves off a pairing's failures where every expected
+    argument is a leaf; it must say what comparing each leaf says."""
+    import random
+
+    from judge.checks._arguments import describe, faults
+    from judge.checks._credit import leaf_count, leaves_got, leaves_right
+
+    class Expected:
+        name = "f"
+
+        def __init__(self, arguments: dict[str, Any]) -> None:
+            self.arguments = arguments
+
+    rng = random.Random(51)
+    pool: list[Any] = [1, 2, 2.0, "a", "A", True, None, {"$any": [1, "a"]}, {"$int": 2},
+                       {"$string": "a", "case": False}, {"$absent": True}, [1, 2],
+                       {"k": 1}]  # fmt: skip
+    for _ in range(2000):
+        keys = rng.sample(["a", "b/c", "d~e", "f"], rng.randint(1, 4))
+        want = {k: rng.choice(pool) for k in keys}
+        given = {k: rng.choice(pool[:7]) for k in keys if rng.random() < 0.8}
+        if rng.random() < 0.3:
+            given["extra"] = 1
+        found = faults(given, Expected(want), rng.choice(["exact", "superset"]), None) or []
+        at = [describe(f)[1] for f in found]
+        count = leaf_count(want)
+        assert leaves_got("f", given, want, count, at, None, None) == leaves_right(
+            "f", given, want, None, None
+        ), (want, given)

@@ -192,11 +192,11 @@ def _plain_value(value: Any) -> bool:
         if not _good_matcher(value):
             return False
         options = value.get("$any")
-        return options is None or _no_dollar_key(options)
-    return _no_dollar_key(value)
+        return options is None or no_dollar_key(options)
+    return no_dollar_key(value)
 
 
-def _no_dollar_key(value: Any) -> bool:
+def no_dollar_key(value: Any) -> bool:
     """Whether no object in `value`, however deep, has a key beginning with `$`."""
     stack: list[Any] = [value]
     while stack:  # (without recursion: values may nest deeply)

@@ -7,6 +7,7 @@ from typing import Any
 
 from judge.cases._form import ArgsCompare, ArgsMode
 from judge.cases._json import dumps, pointer
+from judge.cases._lean import no_dollar_key
 from judge.cases._lean_form import Expected
 from judge.checks._kinds import FailureKind
 from judge.checks._matchers import ABSENT, ValueDefaults, hint, value_fault
@@ -83,11 +84,47 @@ def _value_fault(
     rule = rule_for(rules, tool, path[0]) if rules else None
     if rule is not None and rule.ignore:
         return None
-    if values is None and got is not _ABSENT and type(want) in _SCALARS:  # the plain case
-        if _matches(got, want, rule):
-            return None
-        return _WRONG, path, got, [want], None
+    if values is None:  # literals, and `$any` of literals: compared without the general way
+        kind = type(want)
+        if kind in _SCALARS:  # the plain case
+            if got is _ABSENT:
+                return _MISSING, path, None, [want], None
+            return None if _matches(got, want, rule) else (_WRONG, path, got, [want], None)
+        if kind is dict and _any_only(want):
+            return _any_fault(path, got, want, rule)
+        if (kind is dict or kind is list) and no_dollar_key(want):
+            if got is _ABSENT:
+                return _MISSING, path, None, [want], None
+            return None if _matches(got, want, rule) else (_WRONG, path, got, [want], None)
     return value_fault(path, got, want, values, rule)
+
+
+def _any_only(want: dict[str, Any]) -> bool:
+    """Whether `want` is `{"$any": [...]}`, with `$optional` or not."""
+    if type(want.get("$any")) is not list:
+        return False
+    return len(want) == 1 or (len(want) == 2 and "$optional" in want)
+
+
+def _any_fault(
+    path: tuple[str, ...], got: Any, want: dict[str, Any], rule: ArgumentRule | None
+) -> Fault | None:
+    """`$any`'s fault, its literal options compared here (one that holds a matcher, and a
+    mismatch of an optional value, which says it could be left out, by `value_fault`)."""
+    options: list[Any] = want["$any"]
+    optional = want.get("$optional") is True
+    if got is _ABSENT:
+        return None if optional else (_MISSING, path, None, options, None)
+    literal = True
+    for option in options:
+        if type(option) in _SCALARS or no_dollar_key(option):
+            if _matches(got, option, rule):
+                return None
+        else:
+            literal = False
+    if literal and not optional:
+        return _WRONG, path, got, options, None
+    return value_fault(path, got, want, None, rule)
 
 
 def _typed_in(got: Any, options: list[Any]) -> bool:

@@ -5,19 +5,28 @@ leaves in turn)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from judge.cases._matcher_form import head_of
 from judge.checks._matchers import ABSENT, ValueDefaults, value_fault
 from judge.checks._rules import Rules
-from judge.checks._values import rule_for
+from judge.checks._values import json_equal, rule_for
 
 
 def leaf_count(arguments: dict[str, Any]) -> int:
     """How many leaves an expected call's arguments have."""
     count = 0
-    stack: list[Any] = list(arguments.values())
+    for value in arguments.values():  # (the common case: each argument a scalar)
+        count += _leaves(value) if type(value) is dict or type(value) is list else 1
+    return count
+
+
+def _leaves(value: Any) -> int:
+    """How many leaves one expected value has."""
+    count = 0
+    stack: list[Any] = [value]
     while stack:  # (without recursion: values nest deeply)
         value = stack.pop()
         kind = type(value)
@@ -37,6 +46,59 @@ def leaf_count(arguments: dict[str, Any]) -> int:
     return count
 
 
+def one_credit(
+    tool: str,
+    given: dict[str, Any] | None,
+    arguments: dict[str, Any],
+    said: Sequence[tuple[int | None, tuple[Any, str, str]]],
+    values: ValueDefaults | None,
+    rules: Rules | None,
+) -> tuple[int, int]:
+    """The leaves right and the leaves of the one call of a case paired with the one expected
+    call, given its problems (`said`); only their share is read: a call with none, (1, 1)."""
+    if given is None:
+        return 0, 1
+    if not said:
+        return (1, 1) if arguments else (0, 0)
+    count = leaf_count(arguments)
+    pointers = [problem[1] for _, problem in said]
+    return leaves_got(tool, given, arguments, count, pointers, values, rules), count
+
+
+def leaves_got(
+    tool: str,
+    given: dict[str, Any] | None,
+    arguments: dict[str, Any],
+    count: int,
+    pointers: list[str],
+    values: ValueDefaults | None,
+    rules: Rules | None,
+) -> int:
+    """`leaves_right`, told from the pointers of a pairing's problems (`count`: the leaves of
+    `arguments`): the arguments with no problem are right whole; only the others are walked."""
+    if given is None:
+        return 0
+    wrong = set()
+    for at in pointers:
+        if not at:  # (the arguments as a whole: nothing to tell them apart by)
+            return leaves_right(tool, given, arguments, values, rules)
+        end = at.find("/", 1)
+        wrong.add(at[1:] if end < 0 else at[1:end])
+    flat = count == len(arguments)  # (each argument one leaf: one with a problem is wrong)
+    for key, want in arguments.items():
+        if _escaped(key) in wrong:
+            if flat:
+                count -= 1
+                continue
+            total = _leaves(want) if type(want) is dict or type(want) is list else 1
+            count -= total - _right(tool, key, given.get(key, ABSENT), want, values, rules)
+    return count
+
+
+def _escaped(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1") if "~" in key or "/" in key else key
+
+
 def leaves_right(
     tool: str,
     given: dict[str, Any] | None,
@@ -48,28 +110,38 @@ def leaves_right(
     if given is None:
         return 0
     right = 0
-    stack: list[tuple[tuple[str, ...], Any, Any, str]] = [
-        ((key,), given.get(key, ABSENT), want, key) for key, want in arguments.items()
-    ]
+    for key, want in arguments.items():
+        right += _right(tool, key, given.get(key, ABSENT), want, values, rules)
+    return right
+
+
+def _right(
+    tool: str, key: str, got: Any, want: Any, values: ValueDefaults | None, rules: Rules | None
+) -> int:
+    """How many leaves of one argument's expected value `got` gets right."""
+    rule = rule_for(rules, tool, key) if rules else None
+    if rule is not None and rule.ignore:
+        return _leaves(want)
+    right = 0
+    stack: list[tuple[tuple[str, ...], Any, Any]] = [((key,), got, want)]
     while stack:
-        path, got, want, top = stack.pop()
+        path, got, want = stack.pop()
         kind = type(want)
         if kind is dict and head_of(want) == "$object":
             want = want["$object"]
         elif kind not in (dict, list) or not want or kind is dict and _is_matcher(want):
-            rule = rule_for(rules, tool, top) if rules else None
-            if rule is not None and rule.ignore:
-                right += 1
+            if values is None and rule is None and not (kind is dict and want):
+                right += got is not ABSENT and json_equal(got, want)  # (a literal leaf)
             else:
                 right += value_fault(path, got, want, values, rule) is None
             continue
         if type(want) is dict:
             got_items = got if type(got) is dict else {}
-            stack.extend(((*path, k), got_items.get(k, ABSENT), w, top) for k, w in want.items())
+            stack.extend(((*path, k), got_items.get(k, ABSENT), w) for k, w in want.items())
         else:
             got_list = got if type(got) is list else []
             stack.extend(
-                ((*path, str(i)), got_list[i] if i < len(got_list) else ABSENT, w, top)
+                ((*path, str(i)), got_list[i] if i < len(got_list) else ABSENT, w)
                 for i, w in enumerate(want)
             )
     return right

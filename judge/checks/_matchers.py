@@ -382,6 +382,8 @@ def hint(got: Any, want: Any) -> str:
     """How a literal that `got` does not equal could have accepted it, where a matcher would
     have: `' (strings compare exactly; {"$string": "Paris", "case": false} accepts it)'`."""
     if type(got) is str and type(want) is str:
+        if _LOOSEST.sub("", got).casefold() != _LOOSEST.sub("", want).casefold():
+            return ""  # (no `$string` option accepts it: told with one pass each)
         for options in _LOOSER:
             if _norm(got, options) == _norm(want, options):
                 told = _show({"$string": want, **options})
@@ -396,6 +398,8 @@ def hint(got: Any, want: Any) -> str:
     return ""
 
 
+_LOOSEST = re.compile(r"[\W_]+")
+"""What the loosest comparison of `_LOOSER` leaves aside: spaces, punctuation, `_`."""
 _LOOSER: tuple[dict[str, Any], ...] = (
     {"case": False},
     {"space": "collapse"},

@@ -13,7 +13,7 @@ from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
 from judge.cases._lean import LeanCase, LeanTool
 from judge.cases._lean_form import Called, Expected
 from judge.checks._arguments import Fault, Problem, describe, faults
-from judge.checks._credit import call_scores, leaf_count, leaves_right
+from judge.checks._credit import call_scores, leaf_count, leaves_got, one_credit
 from judge.checks._injection import injection_evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._matchers import ValueDefaults
@@ -95,9 +95,7 @@ def check_plain(case: LeanCase, schemas: SchemaCache, tally: Tally | None = None
         problems.extend(said)
         selection = True
         argument_values = passed = schema_valid is not False and not said
-        args = expected[0].arguments
-        leaves = leaf_count(args)
-        right = leaves if not said else leaves_right(names[0], parsed[0], args, None, None)
+        right, leaves = one_credit(names[0], parsed[0], expected[0].arguments, said, None, None)
         scores = call_scores(int(not said and parsed[0] is not None), 1, 1, right, leaves)
     elif expected is not None and not expected:
         # no call expected: what `compare` and `verdicts` say, cut short
@@ -289,8 +287,8 @@ def compare(
         said: list[tuple[int | None, Problem]] = [(0, describe(f)) for f in wrong or ()]
         right = int(not said and parsed[0] is not None)
         settled = True if not said else _settled([p for _, p in said])
-        leaves, args = leaf_count(expected[0].arguments), expected[0].arguments
-        got = leaves if not said else leaves_right(names[0], parsed[0], args, how.values, rules)
+        args = expected[0].arguments
+        got, leaves = one_credit(names[0], parsed[0], args, said, how.values, rules)
         scored = (right, 1, 1, got, leaves)
         return Compared([(0, 0)], [], [], [], [], True, settled, said, scored)
     skip = set(how.ignore_tools)
@@ -308,14 +306,15 @@ def compare(
     missing = unpaired_expected if mode != "subset" else []
     problems: list[tuple[int | None, Problem]] = []
     values_ok: bool | None = True
-    right = leaves = leaves_got = 0
+    right = leaves = leaves_right = 0
     for call_index, exp_index, found in pairs:
         args = expected[exp_index].arguments
         count = leaf_count(args)
         leaves += count
-        leaves_got += (
+        leaves_right += (
             count if not found else
-            leaves_right(names[call_index], parsed[call_index], args, how.values, rules)
+            leaves_got(names[call_index], parsed[call_index], args, count,
+                       [p[1] for p in found], how.values, rules)
         )  # fmt: skip
         if found:  # (false with any fault, else null where the judge must say)
             values_ok = False if values_ok is False else _settled(found)
@@ -344,7 +343,7 @@ def compare(
         selection=not extra and not missing,
         values_ok=values_ok,
         problems=problems,
-        scored=(right, len(call_ids), len(exp_ids), leaves_got, leaves),
+        scored=(right, len(call_ids), len(exp_ids), leaves_right, leaves),
     )
 
 
