@@ -160,10 +160,10 @@ def test_value_defaults_of_a_case_and_of_a_run(tmp_path: Path) -> None:
     loose = _cli(tmp_path, cases, "--values", "strings=casefold,numbers=strict")
     assert [r["passed"] for r in loose] == [True, False, False]
     own = [{**c, "match": {"values": {"strings": "bfcl"}}} for c in cases]
-    # a case's own match.values wins over the run's, key by key of `match`
+    # a case's own match.values wins over the run's, key by key
     assert [r["passed"] for r in _cli(tmp_path, own, "--values", "numbers=strict")] == [
         True,
-        True,
+        False,
         False,
     ]
 
@@ -233,3 +233,18 @@ def test_leaves_told_from_the_failures_are_those_compared_one_by_one() -> None:
         assert leaves_got("f", given, want, count, at, None, None) == leaves_right(
             "f", given, want, None, None
         ), (want, given)
+
+
+def test_a_numeric_date_reads_in_the_order_given_or_the_cases_locale(tmp_path: Path) -> None:
+    want = {"$date": "2024-05-01"}
+    [us] = _cases([("us", "05/01/2024", want, True)])
+    [gb] = _cases([("gb", "01/05/2024", want, True)])
+    us["meta"], gb["meta"] = {"locale": "en-US"}, {"locale": "en_GB"}
+    assert [r.passed for r in check([us, gb])] == [True, True]
+    bare = [{k: v for k, v in c.items() if k != "meta"} for c in (us, gb)]
+    [one, two] = check(bare)  # no order: 05/01 and 01/05 each read as two days
+    assert (one.passed, two.passed) == (False, False)
+    assert "it reads as two days" in one.failures[0].message
+    assert [r["passed"] for r in _cli(tmp_path, bare, "--values", "dates=mdy")] == [True, False]
+    told = [{**us, "match": {"values": {"dates": "dmy"}}}]  # the case's order wins its locale
+    assert [r.passed for r in check(told)] == [False]

@@ -30,12 +30,16 @@ class ValueDefaults(BaseModel):
     """How a case's (or a run's) literal expected values compare; a matcher's own options win.
     `strings`: `exact`; `casefold` (letter case aside); `bfcl` (BFCL's normalisation: spaces
     and `,./-_*^` dropped, case aside). `numbers`: `json` (`1 == 1.0`); `strict` (an expected
-    integer takes only an integer, an expected float any number: BFCL's rule)."""
+    integer takes only an integer, an expected float any number: BFCL's rule). `dates`: how
+    a `$date` matcher reads a numeric date (`01/05/2024`), day first (`dmy`) or month first
+    (`mdy`); unset, from the case's `meta.locale` (`en-US`: month first; another region: day
+    first), else read only where both orders agree."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     strings: Literal["exact", "casefold", "bfcl"] = "exact"
     numbers: Literal["json", "strict"] = "json"
+    dates: Literal["dmy", "mdy"] | None = None
 
 
 class Match(BaseModel):
@@ -71,6 +75,9 @@ class Match(BaseModel):
         if base is None:
             return self
         given = {name: getattr(self, name) for name in self.model_fields_set}
+        if self.values is not None and base.values is not None:  # (key by key, as `match`)
+            told = {name: getattr(self.values, name) for name in self.values.model_fields_set}
+            given["values"] = base.values.model_copy(update=told)
         return base.model_copy(update=given)
 
     @property
@@ -82,6 +89,33 @@ class Match(BaseModel):
 
     def args_for(self, tool: str) -> ArgsMode | list[str] | ArgsCompare:
         return self.overrides.get(tool, self.arguments)
+
+
+_MONTH_FIRST = frozenset(("US", "PH", "FM", "MH", "PW", "BZ"))
+"""Regions whose numeric dates put the month first."""
+
+
+def date_order(locale: Any) -> Literal["dmy", "mdy"] | None:
+    """The order of a numeric date in a locale (`en-US`: `mdy`; `en-GB`, `fr_FR`: `dmy`);
+    None without a region (`en`) or for what is no locale."""
+    if not isinstance(locale, str):
+        return None
+    parts = locale.replace("_", "-").split("-")
+    region = next((p.upper() for p in parts[1:] if len(p) == 2 and p.isalpha()), None)
+    if region is None:
+        return None
+    return "mdy" if region in _MONTH_FIRST else "dmy"
+
+
+def with_locale(settings: Match | None, meta: dict[str, Any]) -> Match | None:
+    """`settings` with the order of numeric dates the case's `meta.locale` says, where no
+    order was given."""
+    order = date_order(meta.get("locale"))
+    if order is None or (settings is not None and settings.values and settings.values.dates):
+        return settings
+    base = settings if settings is not None else Match()
+    values = base.values or ValueDefaults()
+    return base.model_copy(update={"values": values.model_copy(update={"dates": order})})
 
 
 def parse_override(text: str) -> tuple[str, ArgsMode | list[str] | ArgsCompare]:

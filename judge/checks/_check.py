@@ -11,7 +11,7 @@ from judge.cases._calls import ShapeError
 from judge.cases._case import Case, ExpectedCall
 from judge.cases._lean_form import Called
 from judge.cases._loading import fallback_id, iter_cases, read_line
-from judge.cases._match import Match
+from judge.cases._match import Match, with_locale
 from judge.cases._shared_tools import SharedTools
 from judge.checks._arguments import Problem, show
 from judge.checks._assertions import check_assertions
@@ -146,6 +146,8 @@ def _check_read(
     if env is not None and not observes_state(env):
         env = None  # nothing to snapshot (an MCP server without --mcp-state): no reference
     settings = case.match.merged_over(match) if case.match is not None else match
+    if case.meta:
+        settings = with_locale(settings, case.meta)
     wrong = unmatched_targets(case, settings) if settings is not None else []
     if wrong:  # a setting that names nothing would pass vacuously
         return _invalid(case.id, *wrong[0], *wrong[1:])

@@ -159,6 +159,9 @@ def _headed(
     plain = head == "$string" and not any(k in want for k in _STRING_KEYS)
     if plain and type(got) is str and _string_equal(got, given, strings):
         return None  # a `$string` without options compares as the defaults say
+    if head == "$date" and "order" not in want and how[0] is not None:
+        dates = getattr(how[0], "dates", None)  # (the case's or the run's order, if any)
+        want = {**want, "order": dates} if dates is not None else want
     why = _scalar(head, got, given, want)
     return None if why is None else _said(path, got, want, why)
 
@@ -191,7 +194,12 @@ def _scalar(head: str, got: Any, given: Any, want: dict[str, Any]) -> str | None
         if read_day(got, order) == iso_day(given):
             return None
         two = order is None and _NUMERIC.fullmatch(got.strip()) and read_day(got, "dmy")
-        hint = ' (it reads as two days: "order": "dmy" or "mdy" says which)' if two else ""
+        hint = (
+            ' (it reads as two days: "order": "dmy" or "mdy", match.values.dates or the '
+            "case's meta.locale says which)"
+            if two
+            else ""
+        )
         return f"not the day {given}{hint}"
     raise AssertionError(head)  # pragma: no cover (the reader refuses any other)
 

@@ -134,7 +134,8 @@ _matching_options = (
         multiple=True,
         metavar="KEY=HOW",
         help="How literal expected values compare: strings=exact|casefold|bfcl, "
-        "numbers=json|strict (strict: an expected integer takes only an integer). "
+        "numbers=json|strict (strict: an expected integer takes only an integer); "
+        "dates=dmy|mdy: how a $date matcher reads 01/05/2024. "
         "Comma-separated or repeated; a case's own match.values wins; matchers such as "
         '{"$string": "Paris", "case": false} say it for themselves.',
     ),
@@ -243,6 +244,14 @@ def match_settings(
     return Match(**given)
 
 
+def _choices(annotation: Any) -> tuple[str, ...]:
+    """The strings a `Literal` (or an optional one) allows."""
+    found: list[str] = []
+    for arg in get_args(annotation):
+        found.extend(_choices(arg) if get_args(arg) else [arg] if isinstance(arg, str) else [])
+    return tuple(found)
+
+
 def _values(given: tuple[str, ...]) -> dict[str, str]:
     """`--values strings=casefold,numbers=strict` as `Match.values` reads it; ValueError for
     a setting it has not."""
@@ -252,11 +261,11 @@ def _values(given: tuple[str, ...]) -> dict[str, str]:
     for text in ",".join(given).split(","):
         key, sep, how = (part.strip() for part in text.partition("="))
         choices = ValueDefaults.model_fields.get(key)
-        allowed = get_args(choices.annotation) if choices is not None else ()
+        allowed = _choices(choices.annotation) if choices is not None else ()
         if not sep or how not in allowed:
             raise ValueError(
-                f"--values {text.strip()!r}: expected strings=exact|casefold|bfcl or "
-                "numbers=json|strict"
+                f"--values {text.strip()!r}: expected strings=exact|casefold|bfcl, "
+                "numbers=json|strict or dates=dmy|mdy"
             )
         told[key] = how
     return told
