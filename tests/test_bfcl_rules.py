@@ -18,11 +18,6 @@ from judge.cli import main
 from tests.reference.bfcl.agreement import CATEGORIES, FIXTURES, files, measure, read_lines
 
 KNOWN: dict[str, set[tuple[str, str, str]]] = {
-    "simple_python": {
-        # No matcher says "a float, not an integer" inside a list (the engine lacks it)
-        ("simple_python_82", "list_float_as_int", "float_item"),
-        ("simple_python_87", "list_float_as_int", "float_item"),
-    },
     "parallel": {
         # `mod: ["", null]` for a number parameter whose default is not null
         ("parallel_152", "gold_full", "schema"),

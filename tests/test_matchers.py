@@ -22,6 +22,8 @@ TABLE: list[tuple[str, Any, Any, bool]] = [
     ("number-abs-out", 3.1, {"$number": 3, "abs": 0.01}, False),
     ("number-rel", 1001, {"$number": 1000, "rel": 0.01}, True),
     ("number-not-a-string", "3", {"$number": 3}, False),
+    ("number-a-float", 2.0, {"$number": 2, "int": False}, True),
+    ("number-not-an-integer", 2, {"$number": 2.0, "int": False}, False),
     ("int", 3, {"$int": 3}, True),
     ("int-float-fails", 3.0, {"$int": 3}, False),
     ("string-case", "PARIS", {"$string": "Paris", "case": False}, True),

@@ -99,8 +99,20 @@ def _array_options(name: str, options: list[Any], declared: dict[str, Any]) -> l
             # integer item takes a float only where one of them is float), unless "" is among
             # the options: then BFCL's type check passes whatever the items are.
             floats = PYTHON_TYPES[inner] is float or (bool(option) and type(option[0]) is float)
+            if floats and type(option[0]) is float and "" not in options:
+                # BFCL's item type check: each a float, as the answer's first item is
+                accepted.append([_float_item(item) for item in option])
+                continue
             accepted.append([_listed(item, floats or "" in options) for item in option])
     return accepted
+
+
+def _float_item(item: Any) -> Any:
+    """An item of a list of floats as BFCL checks it: a float (an integer fails its type
+    check), equal by value; what is no number is compared as `_listed` compares it."""
+    if type(item) in (int, float):
+        return {"$number": item, "int": False}
+    return _listed(item)
 
 
 def _listed(item: Any, loose: bool = True) -> Any:

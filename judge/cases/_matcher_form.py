@@ -22,7 +22,7 @@ FLAGS = ("$optional", "$absent")
 """The keys that say whether the value may (`$optional`) or must (`$absent`) be left out."""
 MATCHER_KEYS = frozenset((*HEADS, *FLAGS))
 OPTIONS: dict[str, dict[str, tuple[Any, ...] | None]] = {
-    "$number": {"abs": None, "rel": None},
+    "$number": {"abs": None, "rel": None, "int": (True, False)},
     "$string": {
         "case": (True, False),
         "space": ("exact", "collapse", "ignore"),

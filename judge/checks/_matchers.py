@@ -174,6 +174,8 @@ def _scalar(head: str, got: Any, given: Any, want: dict[str, Any]) -> str | None
     if head == "$number":
         if kind not in (int, float):
             return f"not a number (expected {_show(given)})"
+        if kind is int and want.get("int") is False:
+            return f"an integer, where a float is expected ({_show(float(given))})"
         close = math.isclose(got, given, rel_tol=want.get("rel", 0), abs_tol=want.get("abs", 0))
         return None if close else f"not {_show(given)}{_tolerance(want)}"
     if kind is not str:

@@ -63,6 +63,8 @@ _FLAGS: dict[str, tuple[dict[str, Any], str]] = {
 _OPTION_ABOUT = {
     "abs": "`$number`: the largest difference accepted.",
     "rel": "`$number`: the largest difference accepted, relative to the expected number.",
+    "int": "`$number`: false refuses an integer (a float is expected, as in BFCL's lists of "
+    "floats).",
     "case": "`$string`: false compares letter case aside.",
     "space": "`$string`: `collapse` reads runs of white space as one and trims the ends; "
     "`ignore` drops it.",
