@@ -186,8 +186,8 @@ def _labels_read(labels: dict[str, Any]) -> bool:
 def _plain_value(value: Any) -> bool:
     """Whether an expected argument value is one this reading compares as `Case` does: a
     literal with no key beginning with `$`, or an `$any` / `$optional` matcher of such
-    literals. Any other (a misspelt matcher, one nested in a literal, one added to
-    `MATCHER_KEYS` later) is `Case`'s to read, or to refuse (`matcher_fault`)."""
+    literals. Any other (a misspelt matcher, one nested in a literal, any other matcher of
+    `_matcher_form`) is `Case`'s to read, or to refuse (`matcher_fault`)."""
     if type(value) is dict and ("$any" in value or "$optional" in value):
         if not _good_matcher(value):
             return False

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from judge.cases._matcher_form import head_of
+from judge.cases._matcher_form import head_of, is_matcher
 from judge.checks._matchers import ABSENT, ValueDefaults, value_fault
 from judge.checks._rules import Rules
 from judge.checks._values import json_equal, rule_for
@@ -35,7 +35,7 @@ def _leaves(value: Any) -> int:
         elif kind is dict:
             if "$object" in value and head_of(value) == "$object":
                 stack.extend(value["$object"].values())
-            elif head_of(value) is None and not _flags(value):
+            elif not is_matcher(value):
                 stack.extend(value.values())
             else:
                 count += 1
@@ -83,20 +83,17 @@ def leaves_got(
         if not at:  # (the arguments as a whole: nothing to tell them apart by)
             return leaves_right(tool, given, arguments, values, rules)
         end = at.find("/", 1)
-        wrong.add(at[1:] if end < 0 else at[1:end])
+        part = at[1:] if end < 0 else at[1:end]
+        wrong.add(part.replace("~1", "/").replace("~0", "~") if "~" in part else part)
     flat = count == len(arguments)  # (each argument one leaf: one with a problem is wrong)
     for key, want in arguments.items():
-        if _escaped(key) in wrong:
+        if key in wrong:
             if flat:
                 count -= 1
                 continue
             total = _leaves(want) if type(want) is dict or type(want) is list else 1
             count -= total - _right(tool, key, given.get(key, ABSENT), want, values, rules)
     return count
-
-
-def _escaped(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1") if "~" in key or "/" in key else key
 
 
 def leaves_right(
@@ -129,7 +126,7 @@ def _right(
         kind = type(want)
         if kind is dict and head_of(want) == "$object":
             want = want["$object"]
-        elif kind not in (dict, list) or not want or kind is dict and _is_matcher(want):
+        elif kind not in (dict, list) or not want or kind is dict and is_matcher(want):
             if values is None and rule is None and not (kind is dict and want):
                 right += got is not ABSENT and json_equal(got, want)  # (a literal leaf)
             else:
@@ -145,14 +142,6 @@ def _right(
                 for i, w in enumerate(want)
             )
     return right
-
-
-def _is_matcher(value: dict[str, Any]) -> bool:
-    return head_of(value) is not None or _flags(value)
-
-
-def _flags(value: dict[str, Any]) -> bool:
-    return bool(value) and all(k in ("$optional", "$absent") for k in value)
 
 
 @lru_cache(maxsize=1024)

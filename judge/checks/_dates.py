@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_MONTHS = (
+MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
 )  # fmt: skip
@@ -23,7 +23,7 @@ _DAY_REACH, _YEAR_REACH = 30, 40
 _READ_PAST = 8
 """Characters read past the last place a day or a year may start: enough to see all of one
 (and what follows it), so none is cut short, and the scan stops near the month's name."""
-_SUFFIXES = ("st", "nd", "rd", "th")
+SUFFIXES = ("st", "nd", "rd", "th")
 
 
 def iso_date(value: str) -> tuple[int, int, int] | None:
@@ -50,7 +50,7 @@ def date_spans(
     lowered = lowered if lowered is not None else text.lower()
     if len(lowered) != len(text):  # a letter whose lower case is two: keep the places
         lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
-    name = _MONTHS[month - 1]
+    name = MONTHS[month - 1]
     at = lowered.find(name[:3])
     while at != -1:  # each word that begins as the month's name: "May", "Jan.", "january"
         end = at + 3
@@ -92,7 +92,7 @@ def _near(text: str, low: int, high: int, said: int, size: int) -> list[tuple[in
             continue  # a part of a longer number (a run found from `low` may begin in one)
         day = size == 2  # (a day's number has no decimals; a year's may be followed by ".5")
         suffix = text[end : end + 2]  # (in any case: "ST", "ſt")
-        ordinal = day and len(suffix) == 2 and suffix.casefold() in _SUFFIXES
+        ordinal = day and len(suffix) == 2 and suffix.casefold() in SUFFIXES
         if ordinal and _ends(text, end + 2, day):
             found.append((start, end + 2))
         elif _ends(text, end, day):

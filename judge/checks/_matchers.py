@@ -13,7 +13,14 @@ from datetime import date
 from typing import Any, Protocol
 
 from judge.cases._json import dumps
-from judge.cases._matcher_form import head_of, holds_matcher, iso_day, pattern_validator
+from judge.cases._matcher_form import (
+    head_of,
+    holds_matcher,
+    is_matcher,
+    iso_day,
+    pattern_validator,
+)
+from judge.checks._dates import MONTHS, SUFFIXES
 from judge.checks._kinds import FailureKind
 from judge.checks._rules import ArgumentRule
 from judge.checks._values import json_equal
@@ -31,11 +38,6 @@ _SHOWN = 80
 _STRING_KEYS = ("case", "space", "punct", "normalise")
 _NUMERIC = re.compile(r"(\d{1,2})([/.])(\d{1,2})\2(\d{4})")
 _WORD = re.compile(r"[^\W_]+")
-_SUFFIXES = ("st", "nd", "rd", "th")
-_MONTHS = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
-)  # fmt: skip
 _FILLERS = frozenset(
     ("the", "of", "on", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
      "sunday", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -73,7 +75,7 @@ def value_fault(
 
 
 def _fault(path: tuple[str, ...], got: Any, want: Any, how: _How) -> Fault | None:
-    if type(want) is dict and (head_of(want) is not None or _flags_only(want)):
+    if is_matcher(want):
         return _matcher(path, got, want, how)
     if got is ABSENT:
         return _MISSING, path, None, [want], None
@@ -119,10 +121,6 @@ def _string_equal(a: str, b: str, how: str) -> bool:
     if how == "casefold":
         return a.casefold() == b.casefold()
     return how == "bfcl" and bfcl_normal(a) == bfcl_normal(b)
-
-
-def _flags_only(want: Any) -> bool:
-    return type(want) is dict and bool(want) and all(k in ("$optional", "$absent") for k in want)
 
 
 def _matcher(path: tuple[str, ...], got: Any, want: dict[str, Any], how: _How) -> Fault | None:
@@ -298,7 +296,7 @@ def _in_words(text: str) -> date | None:
     year, and no word but those, `the`, `of`, `on` and a weekday."""
     month = day = year = None
     for word in _WORD.findall(text.casefold()):
-        if word.isdigit() or word[:-2].isdigit() and word[-2:] in _SUFFIXES:
+        if word.isdigit() or word[:-2].isdigit() and word[-2:] in SUFFIXES:
             digits = word if word.isdigit() else word[:-2]
             if len(digits) == 4 and word.isdigit() and year is None:
                 year = int(digits)
@@ -314,7 +312,7 @@ def _in_words(text: str) -> date | None:
 
 
 def _month(word: str) -> int | None:
-    for number, name in enumerate(_MONTHS, 1):
+    for number, name in enumerate(MONTHS, 1):
         if word == name or (len(word) >= 3 and name.startswith(word)):
             return number
     return None
@@ -368,7 +366,7 @@ def example(want: Any) -> Any:
     """A value that `want` accepts, as a reference call is replayed with: an `$any`'s first
     option, `ABSENT` for an argument that may be left out and names no value. ValueError
     where no value can be told (`$regex`, `$judge`)."""
-    if type(want) is dict and (head_of(want) is not None or _flags_only(want)):
+    if is_matcher(want):
         head = head_of(want)
         if head is None or (head == "$any" and not want[head]):
             return ABSENT

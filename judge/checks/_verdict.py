@@ -30,7 +30,8 @@ DecidedBy = Literal["checks", "judge"]
 Values = Literal["decided", "open"]
 """What the judge's verdicts on `$judge` values are to the checks' verdict: it rests on them
 (`decided`), or one is not answered and leaves it open (`open`)."""
-_OPEN = frozenset((FailureKind.NEEDS_JUDGE, FailureKind.INVALID_CASE))
+OPEN = frozenset((FailureKind.NEEDS_JUDGE, FailureKind.INVALID_CASE))
+"""Failures that leave a case undecided rather than failed."""
 
 
 def checks_verdict(result: CaseResult) -> bool | None:
@@ -53,7 +54,7 @@ def values_of(result: CaseResult) -> Values | None:
         return "decided"
     rejected = {(v.call, v.path) for v in result.judge_values if v.verdict is False}
     only = all(
-        f.kind in _OPEN or (f.kind == FailureKind.WRONG_VALUE and (f.call, f.path) in rejected)
+        f.kind in OPEN or (f.kind == FailureKind.WRONG_VALUE and (f.call, f.path) in rejected)
         for f in result.failures
     )
     return "decided" if rejected and only else None

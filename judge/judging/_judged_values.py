@@ -12,12 +12,11 @@ from typing import Any
 
 from judge.checks._kinds import FailureKind
 from judge.checks._result import CaseResult, Failure, JudgedValue
+from judge.checks._verdict import OPEN
 from judge.judging._replies import ValueVerdict
 from judge.judging._sandbox import shorten
 
 _PENDING = FailureKind.NEEDS_JUDGE
-_OPEN = frozenset((_PENDING, FailureKind.INVALID_CASE))
-"""Failures that leave a case undecided rather than failed."""
 _OF_VALUES = frozenset((FailureKind.WRONG_VALUE, FailureKind.MISSING_ARGUMENT))
 
 
@@ -84,7 +83,7 @@ def _remaining(checked: CaseResult, failures: tuple[Failure, ...]) -> bool | Non
     """`passed` once every value is accepted: what the other checks say of a case they left
     open only for its values (a failure added since, a final state or a tool assertion that
     fails it; an unreadable reference that leaves it open)."""
-    if any(f.kind in _OPEN for f in failures):
+    if any(f.kind in OPEN for f in failures):
         return None
     if failures or checked.tool_assertions is False:
         return False
