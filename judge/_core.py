@@ -39,6 +39,7 @@ MODULES = (
     "judge.checks._arguments",
     "judge.checks._structure",
     "judge.checks._no_reference",
+    "judge.checks._places",
     "judge.checks._origins",
     "judge.checks._pairing",
     "judge.checks._summary",

@@ -73,8 +73,9 @@ def test_fuzzed_ndjson_bodies_are_never_a_500() -> None:
     rng = random.Random(5)
     valid = EXAMPLES.read_bytes()
     headers = {"content-type": "application/x-ndjson"}
+    app = create_app(token="")
     with (
-        TestClient(create_app(token=""), raise_server_exceptions=False) as client,
+        TestClient(app, "http://127.0.0.1", raise_server_exceptions=False) as client,
         Budget(seconds=3.0, peak_bytes=64 << 20).running() as budget,
     ):
         while budget.more():

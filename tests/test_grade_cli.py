@@ -260,7 +260,7 @@ def test_output_that_is_an_input_is_refused_and_left_alone(
     before = cases.read_bytes()
     done = grade(server, tmp_path, str(cases), "-o", str(cases))
     assert done.exit_code == 2
-    assert "is one of the inputs" in done.stderr
+    assert f"-o {cases} is the input {cases}: write elsewhere" in done.stderr
     assert cases.read_bytes() == before
     assert server.chat_requests == []
 

@@ -428,7 +428,7 @@ def test_the_service_reads_trace_bodies(spans: list[Any]) -> None:
 
     from judge import create_app
 
-    with TestClient(create_app(traces="otel", token="")) as client:
+    with TestClient(create_app(traces="otel", token=""), "http://127.0.0.1") as client:
         reply = client.post("/v1/check", content=otlp_json(spans))
         assert reply.status_code == 200, reply.text
         results = reply.json()["results"]

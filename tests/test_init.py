@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from judge import load_cases
-from judge.cli import main
+from judge.cli import _init, main
+from judge.cli._init import write_new
 from tests.openrouter_server import OpenRouterServer
 from tests.run_helpers import run
 
@@ -151,6 +152,45 @@ def test_an_existing_file_is_refused_and_kept_until_force(tmp_path: Path, existi
     assert forced.exit_code == 0, forced.output
     assert mine.read_text() != "mine\n"
     assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_a_file_made_while_the_server_was_asked_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 52): `init --from-mcp` replaced a file made while it waited for the
+    # server, past the check made when it started.
+    mine = tmp_path / "cases.jsonl"
+    lookup = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+
+    def listed(*args: object) -> list[dict[str, Any]]:
+        mine.write_text("mine\n")  # made while the server starts
+        return [lookup]
+
+    monkeypatch.setattr(_init, "mcp_tools", listed)
+    done = judge("init", str(tmp_path), "--from-mcp", "shop")
+    assert done.exit_code == 2
+    assert f"{mine} exists now" in done.stderr and "--force" in done.stderr
+    assert mine.read_text() == "mine\n"
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [mine]  # what it wrote, taken back
+
+
+@pytest.mark.parametrize("there", ["a-file", "a-link-to-nothing"])
+def test_the_final_write_never_replaces_what_is_there(tmp_path: Path, there: str) -> None:
+    target = tmp_path / "tools.json"
+    if there == "a-file":
+        target.write_text("mine\n")
+    else:
+        target.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FileExistsError):
+        write_new(target, b"starter\n")
+    if there == "a-file":
+        assert target.read_text() == "mine\n"
+    else:
+        assert os.readlink(target) == str(tmp_path / "nowhere")
+        assert not (tmp_path / "nowhere").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["tools.json"]  # no partial left
+    write_new(tmp_path / "new.json", b"starter\n")
+    assert (tmp_path / "new.json").read_bytes() == b"starter\n"
 
 
 def workflow_of(folder: Path) -> dict[str, Any]:

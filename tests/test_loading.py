@@ -357,6 +357,22 @@ def test_a_line_nested_too_deeply_is_a_bad_line_not_a_crash(tmp_path: Path) -> N
     assert [f.kind.value for f in results[2].failures] == ["InvalidJson", "UnknownName"]
 
 
+def test_a_case_nested_too_deeply_in_a_json_array_file_is_that_cases_error(
+    tmp_path: Path,
+) -> None:
+    deep = '{"id": "deep", "meta": {"x": ' + "[" * 1000 + "]" * 1000 + "}}"
+    path = tmp_path / "deep.json"
+    path.write_text(f'[{{"id": "ok"}},\n {deep},\n {{"id": "b"}}]')
+    with pytest.warns(UserWarning, match="one JSON array"):
+        results = list(check(path))
+    assert [r.id for r in results] == ["ok", "deep.json:2", "b"]
+    [failure] = results[1].failures
+    assert failure.path == "/1" and failure.message.endswith("JSON is nested too deeply")
+    path.write_text(f'[{deep}, {{"id": oops}}]')  # the rest of the array must still be JSON
+    with pytest.raises(InputError, match="cannot be read: JSON is malformed"):
+        list(check(path))
+
+
 def test_a_cases_match_values_is_a_known_field_and_applies() -> None:
     # Regression: `match.values` was missing from the case format's known keys, so a case's
     # value defaults were warned about as an unknown field and dropped before grading.

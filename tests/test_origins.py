@@ -15,7 +15,7 @@ from judge import load_cases
 from judge.cases._lean import read_lean
 from judge.checks._check import check_case
 from judge.checks._evidence import ungrounded_values
-from judge.checks._injection import instructions_near
+from judge.checks._passages import instructions_near
 from judge.checks._plain import check_plain
 from judge.checks._structure import SchemaCache
 from judge.cli import main
@@ -394,6 +394,7 @@ NUMBER_TEXTS = (
     "Send 0.5. Then 12, then 1,000 and 1000.0; at 13:00 on 2024-05-01, x-5 or -5 and 5km.",
     "Rate 3.14159 or 3.1; 42nd street, room 7b, v2, 2.50 EUR, 12,5 and 12,500.",
     "Items: 5, 55, 555; -0.25 and 0.25.5 or 1.2.3; 07 and 7; 9-10 am; 1e5 and ½.",
+    "On June 05, 2022: 1.000 EUR, 2.500,50 and 1.000.000 (a leading zero, groups of full stops)",
 )
 
 
@@ -401,9 +402,9 @@ NUMBER_TEXTS = (
 def test_a_number_is_said_where_the_text_states_it_as_a_number(text: str) -> None:
     """`says_number`'s quick look at a number written alone agrees with its definition: a
     number the text states (`numbers_in`), of the same value."""
-    from judge.checks._numbers import number_value, numbers_in, says_number
+    from judge.checks._numbers import numbers_in, says_number
 
-    stated = {number_value(said) for _, _, said in numbers_in(text)}
+    stated = {said for _, _, said in numbers_in(text)}
     for number in sorted(stated | {0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 12.5, 13.0, 2024.0}):
         for value in {number, -number, int(number)} if number == int(number) else {number}:
             assert says_number(text, value) is (float(value) in stated), (text, value)

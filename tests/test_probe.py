@@ -327,7 +327,7 @@ def test_train_refuses_to_write_over_an_input_and_needs_labels(tmp_path: Path) -
     )
     runner = CliRunner()
     over = runner.invoke(main, ["local", "train", str(cases), "-o", str(cases)])
-    assert over.exit_code == 2 and "is an input: refusing to write over it" in over.output
+    assert over.exit_code == 2 and f"-o {cases} is the input {cases}" in over.output
     unlabelled = runner.invoke(main, ["local", "train", str(cases), "-o", str(tmp_path / "p")])
     assert unlabelled.exit_code == 2 and "no case has a label" in unlabelled.output
     assert not (tmp_path / "p").exists()

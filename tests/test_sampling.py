@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import os
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from judge import load_cases
+from judge import Labels, load_cases
 from judge.calibrate._sample import draw
 from judge.cli import main
 from tests.helpers import call, case
@@ -130,6 +131,63 @@ def test_csv_import_refuses_an_off_menu_label(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["labels", "import", str(sample), str(sheet)])
     assert done.exit_code == 2
     assert "labels.csv:2: selection must be correct, incorrect or empty" in done.stderr
+
+
+# Regression (issue 52): `labels export` wrote cells beginning with `=` raw, a formula to a
+# spreadsheet (ids too), and `labels import` of a sheet saved as cp1252 was a traceback.
+FORMULAS = ['=HYPERLINK("http://x")', "+1", "-1", "@SUM(A1)", "\tx", "\rx", "'=quoted"]
+
+
+def test_cells_a_spreadsheet_would_run_are_quoted_and_come_back_the_same(tmp_path: Path) -> None:
+    sample, sheet = tmp_path / "sample.jsonl", tmp_path / "labels.csv"
+    rows = [
+        case([call("get_weather", {"city": "-3"})])
+        | {"id": text, "meta": {"label_note": text}, "labels": {"selection": "correct"}}
+        for text in [*FORMULAS, "plain", "'quoted"]
+    ]
+    rows[0]["messages"] = [{"role": "user", "content": "=cmd|' /C calc'!A0"}]
+    sample.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = [(c.id, c.labels, c.meta) for c in load_cases(sample)]
+    done = CliRunner().invoke(main, ["labels", "export", str(sample), "-o", str(sheet)])
+    assert done.exit_code == 0, done.output
+    with sheet.open(newline="") as handle:
+        table = list(csv.DictReader(handle))
+    cells = [cell for row in table for cell in row.values()]
+    assert not [cell for cell in cells if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert [row["id"] for row in table] == [f"'{t}" for t in FORMULAS] + ["plain", "'quoted"]
+    assert table[0]["request"] == "[user] =cmd|' /C calc'!A0"  # begins with `[`: as it is
+    done = CliRunner().invoke(main, ["labels", "import", str(sample), str(sheet)])
+    assert done.exit_code == 0, done.output
+    assert [(c.id, c.labels, c.meta) for c in load_cases(sample)] == before
+
+
+def test_a_sheet_in_another_encoding_is_named_and_read_with_encoding(tmp_path: Path) -> None:
+    sample, sheet = tmp_path / "sample.jsonl", tmp_path / "labels.csv"
+    sample.write_text(json.dumps(case([]) | {"id": "a"}) + "\n")
+    sheet.write_bytes('id,selection,note\na,correct,\n"x",,caf\u00e9\n'.encode("cp1252"))
+    done = CliRunner().invoke(main, ["labels", "import", str(sample), str(sheet)])
+    assert done.exit_code == 2
+    assert f"{sheet} is not utf-8 (byte 0xE9 at offset 37, on line 3" in done.stderr
+    assert "--encoding" in done.stderr and "Traceback" not in done.output
+    done = CliRunner().invoke(
+        main, ["labels", "import", str(sample), str(sheet), "--encoding", "cp1252"]
+    )
+    assert done.exit_code == 0, done.output
+    assert load_cases(sample)[0].labels == Labels(selection="correct")
+    done = CliRunner().invoke(
+        main, ["labels", "import", str(sample), str(sheet), "--encoding", "x"]
+    )
+    assert done.exit_code == 2 and "unknown encoding 'x'" in done.stderr
+
+
+def test_a_utf8_sheet_is_read_with_or_without_a_byte_order_mark(tmp_path: Path) -> None:
+    sample, sheet = tmp_path / "sample.jsonl", tmp_path / "labels.csv"
+    sample.write_text(json.dumps(case([]) | {"id": "a"}) + "\n")
+    sheet.write_bytes(codecs.BOM_UTF8 + "id,selection,note\na,correct,caf\u00e9\n".encode())
+    done = CliRunner().invoke(main, ["labels", "import", str(sample), str(sheet)])
+    assert done.exit_code == 0, done.output
+    [read] = load_cases(sample)
+    assert read.labels == Labels(selection="correct") and read.meta["label_note"] == "caf\u00e9"
 
 
 class Terminal:

@@ -604,7 +604,7 @@ def test_a_bad_size_is_a_usage_error(given: str, says: str) -> None:
 
 
 def test_an_app_without_a_judge_checks_and_answers_503_for_the_judge() -> None:
-    with TestClient(create_app()) as http:
+    with TestClient(create_app(), "http://127.0.0.1") as http:
         assert http.post("/v1/check", json=[paris("a")]).json()["results"][0]["passed"] is True
         for reply in (http.post("/v1/grade", json=[paris("a")]), http.get("/v1/rubrics")):
             assert reply.status_code == 503

@@ -243,7 +243,7 @@ def test_run_offers_them_to_the_candidates_and_regrade_grades_with_them(
 
 
 def test_the_service_offers_them_to_every_request(tmp_path: Path) -> None:
-    with TestClient(create_app(tools=FORMS["responses"])) as http:
+    with TestClient(create_app(tools=FORMS["responses"]), "http://127.0.0.1") as http:
         reply = http.post("/v1/check", json=CASES)
     assert reply.status_code == 200, reply.text
     assert outcomes(reply.json()["results"]) == WITH_TOOLS

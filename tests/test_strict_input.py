@@ -313,7 +313,7 @@ def test_check_refuses_to_write_over_an_input(tmp_path: Path) -> None:
     path = write(tmp_path / "cases.jsonl", FOUR_LINES[:1])
     before = path.read_bytes()
     result = run("check", str(path), "-o", str(path))
-    assert result.exit_code == 2 and "one of the inputs" in result.stderr
+    assert result.exit_code == 2 and f"-o {path} is the input {path}" in result.stderr
     assert path.read_bytes() == before
 
 

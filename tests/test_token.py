@@ -1,6 +1,6 @@
 """The service token as users set it (`echo ... > file`, `$(cat file)`): whitespace around it is
-not part of it; beyond loopback a short one is refused with the reason. And a closed pipe on
-standard output (`judge check f.jsonl | head`) ends the command quietly with exit 0."""
+not part of it; beyond loopback none, or a short one, is refused with the reason. And a closed
+pipe on standard output (`judge check f.jsonl | head`) ends the command quietly with exit 0."""
 
 from __future__ import annotations
 
@@ -47,34 +47,40 @@ def test_a_token_ending_in_a_newline_still_lets_its_holder_in() -> None:
 
 
 @pytest.mark.parametrize(
-    ("host", "token", "required", "refused"),
+    ("host", "token", "refused"),
     [
-        ("127.0.0.1", "x", True, False),
-        ("localhost", None, True, False),
-        ("0.0.0.0", None, False, False),  # judge serve: a token is not required
-        ("0.0.0.0", None, True, True),  # judge review: it is
-        ("0.0.0.0", "x" * (MIN_TOKEN_CHARS - 1), False, True),
-        ("::", "x" * MIN_TOKEN_CHARS, True, False),
+        ("127.0.0.1", "x", False),
+        ("localhost", None, False),
+        ("0.0.0.0", None, True),  # judge serve and judge review alike
+        ("0.0.0.0", "x" * (MIN_TOKEN_CHARS - 1), True),
+        ("::", "x" * MIN_TOKEN_CHARS, False),
     ],
 )
-def test_a_short_token_is_refused_beyond_loopback(
-    host: str, token: str | None, required: bool, refused: bool
+def test_no_token_or_a_short_one_is_refused_beyond_loopback(
+    host: str, token: str | None, refused: bool
 ) -> None:
-    assert (token_refusal(host, token, required=required) is not None) is refused
+    assert (token_refusal(host, token) is not None) is refused
 
 
+@pytest.mark.parametrize(
+    ("token", "says"),
+    [
+        ("short\n", f"JUDGE_SERVICE_TOKEN has 5 characters: one that guards 0.0.0.0, beyond "
+                    f"loopback, needs at least {MIN_TOKEN_CHARS}"),
+        ("", "0.0.0.0 is not a loopback address: set JUDGE_SERVICE_TOKEN"),  # (serve started)
+    ],
+)  # fmt: skip
 @pytest.mark.parametrize("command", ["serve", "review"])
-def test_judge_serve_and_review_say_why_a_short_token_is_refused(
-    command: str, tmp_path: Path
+def test_judge_serve_and_review_say_why_they_refuse_a_public_address(
+    command: str, token: str, says: str, tmp_path: Path
 ) -> None:
     args = [str(write_sample(tmp_path / "sample.jsonl"))] if command == "review" else []
     refused = subprocess.run(
-        [sys.executable, "-m", "judge", command, *args, "--host", "0.0.0.0"],
-        capture_output=True, env=clean_env(JUDGE_SERVICE_TOKEN="short\n"), timeout=60,
+        [sys.executable, "-m", "judge", command, *args, "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True, env=clean_env(JUDGE_SERVICE_TOKEN=token), timeout=60,
     )  # fmt: skip
     assert refused.returncode == 2, refused.stderr
-    assert b"JUDGE_SERVICE_TOKEN has 5 characters" in refused.stderr
-    assert f"at least {MIN_TOKEN_CHARS}".encode() in refused.stderr
+    assert says.encode() in refused.stderr
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

@@ -44,6 +44,7 @@ TOOL = {
 }
 REPLY = {"role": "assistant", "content": None, "tool_calls": [CALL]}
 DEEP = b"[" * 100_000 + b"]" * 100_000
+LOOPBACK = "http://127.0.0.1"  # the service answers only loopback names without a token
 
 
 def proxy_line(n: int, content: str = "Paris?") -> dict[str, Any]:
@@ -147,7 +148,8 @@ def test_half_a_surrogate_pair_is_an_error_not_a_crash(tmp_path: Path, fmt: Form
     assert len(found.cases) == 1
     [problem] = found.problems
     assert problem.source == f"{path}:2" and "surrogate" in problem.why
-    with TestClient(create_app(traces=fmt, token=""), raise_server_exceptions=False) as client:
+    app = create_app(traces=fmt, token="")
+    with TestClient(app, LOOPBACK, raise_server_exceptions=False) as client:
         reply = client.post("/v1/check", content=path.read_bytes())
     assert reply.status_code == 200 and len(reply.json()["results"]) == 1, reply.text
 
@@ -174,7 +176,8 @@ def test_json_nested_100000_deep_is_a_per_record_error(tmp_path: Path, fmt: Form
 
 
 def test_the_service_answers_a_deep_body_with_422() -> None:
-    with TestClient(create_app(traces="otel", token=""), raise_server_exceptions=False) as client:
+    app = create_app(traces="otel", token="")
+    with TestClient(app, LOOPBACK, raise_server_exceptions=False) as client:
         reply = client.post("/v1/check", content=DEEP)
     assert reply.status_code == 422, reply.text
     assert "nested more than" in reply.json()["detail"]
@@ -305,10 +308,11 @@ def zstd_frame(data: bytes = b"", zeros: int = 0) -> bytes:
 
 
 def eval_with_bomb(path: Path, size: int) -> Path:
-    """A log whose first sample unpacks to `size` zero bytes, and a good second one."""
-    good = json.dumps(inspect_sample("good", "Paris?")).encode()
-    return write_eval(path, {"samples/good_epoch_1.json": good},
-                      {"samples/bomb_epoch_1.json": zstd_frame(zeros=size)})  # fmt: skip
+    """A log whose first sample is good and whose second unpacks to `size` zero bytes (the
+    bound is on all its members: one after the bomb would not be read)."""
+    good = zstd_frame(json.dumps(inspect_sample("good", "Paris?")).encode())
+    return write_eval(path, {}, {"samples/good_epoch_1.json": good,
+                                 "samples/bomb_epoch_1.json": zstd_frame(zeros=size)})  # fmt: skip
 
 
 def test_a_zstd_member_without_a_size_is_refused_as_it_unpacks(tmp_path: Path) -> None:
@@ -351,7 +355,7 @@ def test_the_service_bounds_what_an_inspect_body_unpacks() -> None:
     app = create_app(traces="inspect", token="", limits=Limits(max_request_bytes=2 << 20))
     tracemalloc.start()
     try:
-        with TestClient(app, raise_server_exceptions=False) as client:
+        with TestClient(app, LOOPBACK, raise_server_exceptions=False) as client:
             reply = client.post("/v1/check", content=body)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -423,7 +427,7 @@ def test_fuzzed_trace_bodies_are_never_a_500(fmt: str) -> None:
     valid = lines("otel", 4)
     app = create_app(traces=fmt, token="")
     with (
-        TestClient(app, raise_server_exceptions=False) as client,
+        TestClient(app, LOOPBACK, raise_server_exceptions=False) as client,
         Budget(seconds=3.0, peak_bytes=64 << 20).running() as budget,
     ):
         while budget.more():

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from judge import Match, UnknownFieldWarning, check, load_cases
 from judge.cases._match import parse_override
 from judge.checks._pairing import out_of_order
+from judge.cli import main
 from tests.helpers import WEATHER, call, grade, kinds, tool
 
 TOOLS = [
@@ -200,6 +202,60 @@ def test_a_callable_decides_for_its_tool() -> None:
     assert "close_amount" in result.failures[0].message
     result = grade(near, match=Match(mode="strict", overrides={"refund": explodes}))
     assert result.passed is False and "KeyError" in result.failures[0].message
+
+
+# Regression (issue 52): a predicate that answered "no" passed the call, by its truthiness.
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        pytest.param("no", "'no' (str)", id="a-string-that-says-no"),
+        pytest.param(None, "None (NoneType)", id="none"),
+        pytest.param(1, "1 (int)", id="one"),
+        pytest.param([], "[] (list)", id="an-empty-list"),
+    ],
+)
+def test_a_predicate_that_answers_no_bool_fails_the_call_naming_it(answer: Any, shown: str) -> None:
+    def says(got: dict[str, Any], want: dict[str, Any]) -> Any:
+        return answer
+
+    data = path_case([("refund", {"id": "7", "amount": 5})], [R])
+    result = grade(data, match=Match(mode="strict", overrides={"refund": says}))
+    assert result.passed is False
+    [failure] = result.failures
+    assert failure.kind == "WrongValue"
+    named = f"tests.test_trajectory:{says.__qualname__}"
+    assert failure.message.startswith(f"{named} returned {shown}, not True or False")
+
+
+def test_numpy_booleans_are_a_predicates_verdict() -> None:
+    np = pytest.importorskip("numpy")
+    data = path_case([("refund", {"id": "7", "amount": 5})], [R])
+    for answer, passes in ((np.True_, True), (np.False_, False)):
+
+        def says(got: dict[str, Any], want: dict[str, Any], said: Any = answer) -> Any:
+            return said
+
+        match = Match(mode="strict", overrides={"refund": says})
+        assert grade(data, match=match).passed is passes
+
+
+def test_the_command_line_names_a_predicate_as_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "issue52_predicates.py").write_text("def says_no(got, want):\n    return 'no'\n")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(path_case([R], [R])) + "\n")
+    monkeypatch.chdir(tmp_path)
+    for spec, named in (
+        ("issue52_predicates:says_no", "issue52_predicates:says_no"),
+        ("issue52_predicates.py:says_no", f"{tmp_path / 'issue52_predicates.py'}:says_no"),
+    ):
+        out = tmp_path / "out.jsonl"
+        command = ["check", str(cases), "--override", f"refund={spec}", "-o", str(out)]
+        done = CliRunner().invoke(main, command)
+        assert done.exit_code == 0, done.output
+        [failure] = json.loads(out.read_text())["failures"]
+        assert failure["message"].startswith(f"{named} returned 'no' (str), not True or False")
 
 
 def test_ignored_tools_are_neither_required_nor_extra() -> None:

@@ -191,6 +191,16 @@ def test_argument_rules(rule: ArgumentRule, actual: Any, expected: Any, equal: b
     assert (values({"x": actual}, {"x": expected}, rules={"f": {"x": rule}}) == []) is equal
 
 
+def test_a_rule_whose_predicate_answers_no_bool_is_refused_naming_it() -> None:
+    # Regression (issue 52): `"no"` was a match, by its truthiness.
+    def says_no(actual: Any, expected: Any) -> Any:
+        return "no"
+
+    rule = ArgumentRule(compare=says_no)
+    with pytest.raises(TypeError, match=r"test_values:.*says_no returned 'no' \(str\), not True"):
+        values({"x": 1}, {"x": 2}, rules={"f": {"x": rule}})
+
+
 def test_ignored_argument_may_be_left_out() -> None:
     assert values({}, {"x": 1}, rules={"f": {"x": ArgumentRule(ignore=True)}}) == []
 

@@ -2,7 +2,7 @@
 
 - `_agreement`: Cohen's kappa per dimension with a bootstrap interval;
 - `_record`: the calibration record, and the gate that reads it (`_fit`: refits);
-- `_sample`: stratified samples to label, and the CSV round trip;
+- `_sample`: stratified samples to label (`_spreadsheet`: labelled through a CSV);
 - `_labels`: the label file, as every labeller reads and writes it;
 - `_label`: the terminal labeller;
 - `_review`: what the review app shows: the queue (`_review_queue`), the case

@@ -1,19 +1,17 @@
-"""Drawing a stratified, seeded sample of cases to label by hand, and the CSV round trip for
-labelling them in a spreadsheet."""
+"""Drawing a stratified, seeded sample of cases to label by hand (`_spreadsheet`: labelling
+them in a spreadsheet)."""
 
 from __future__ import annotations
 
-import csv
 import random
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from judge._errors import CaseError, InputError
 from judge.cases._case import Case
-from judge.cases._json import dumps, loads
+from judge.cases._json import loads
 from judge.cases._loading import iter_lines
 from judge.checks._check import check_case
 
@@ -124,81 +122,3 @@ def read_lines(path: str) -> tuple[list[bytes], list[Case]]:
         raw.append(line)
         cases.append(item)
     return raw, cases
-
-
-CSV_COLUMNS = (
-    "id",
-    "request",
-    "tools",
-    "response_text",
-    "calls",
-    "selection",
-    "arguments",
-    "answer",
-    "note",
-)
-_LABEL_COLUMNS = ("selection", "arguments", "answer")
-
-
-def export_csv(path: str | Path, cases: list[Case]) -> None:
-    """One row per case: what a labeller needs to read, and empty label columns to fill."""
-    from judge.judging._prompt import rubric_variables
-
-    with Path(path).open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for case in cases:
-            variables = rubric_variables(case, check_case(case))
-            request = "\n".join(
-                f"[{m['role']}] {m['content']}" for m in variables["conversation"] if m["content"]
-            )
-            calls = "\n".join(
-                f"#{c['index']} {c['name']} {_json(c['arguments'])}" for c in variables["calls"]
-            )
-            labels = case.labels
-            writer.writerow(
-                [
-                    case.id,
-                    request,
-                    ", ".join(variables["tool_names"]),
-                    variables["response_text"] or "",
-                    calls,
-                    (labels.selection if labels else None) or "",
-                    (labels.arguments if labels else None) or "",
-                    (labels.answer if labels else None) or "",
-                    str(case.meta.get("label_note", "")),
-                ]
-            )
-
-
-def import_csv(csv_path: str | Path, raw: list[bytes], cases: list[Case]) -> list[bytes]:
-    """The JSONL lines with the labels (and notes) filled in from the CSV, matched by id."""
-    labels: dict[str, dict[str, str]] = {}
-    with Path(csv_path).open(newline="", encoding="utf-8") as handle:
-        for number, read in enumerate(csv.DictReader(handle), start=2):
-            for column in _LABEL_COLUMNS:
-                value = (read.get(column) or "").strip().lower()
-                if value not in ("", "correct", "incorrect"):
-                    raise InputError(
-                        f"{csv_path}:{number}: {column} must be correct, "
-                        f"incorrect or empty, not {value!r}"
-                    )
-            labels[read["id"]] = dict(read)
-    out = []
-    for line, case in zip(raw, cases, strict=True):
-        row = labels.get(case.id)
-        if row is None:
-            out.append(line)
-            continue
-        data: dict[str, Any] = loads(line)
-        found = {k: row[k].strip().lower() for k in _LABEL_COLUMNS if (row.get(k) or "").strip()}
-        if found:
-            data["labels"] = {**(data.get("labels") or {}), **found}
-        if (row.get("note") or "").strip():
-            data["meta"] = {**(data.get("meta") or {}), "label_note": row["note"].strip()}
-        out.append(dumps(data))
-    return out
-
-
-def _json(value: Any) -> str:
-    return value if isinstance(value, str) else dumps(value).decode()

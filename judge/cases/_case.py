@@ -10,7 +10,14 @@ from judge.cases._calls import Response, ShapeError, normalise_response
 from judge.cases._form import ExpectedBehavior, Label, matcher_fault
 from judge.cases._json import DecodeError, loads, pointer
 from judge.cases._match import Match
-from judge.cases._tools import NO_ARGUMENTS, ToolFormError, read_tool, read_tool_list
+from judge.cases._tools import (
+    NO_ARGUMENTS,
+    ToolFormError,
+    name_fault,
+    read_tool,
+    read_tool_list,
+    refuse_duplicates,
+)
 
 
 class Tool(BaseModel):
@@ -24,6 +31,14 @@ class Tool(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: dict(NO_ARGUMENTS))
     """The JSON Schema of the arguments, exactly as the model was given it (none given: no
     arguments at all)."""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        fault = name_fault(name)  # (`read_tool` checked one read from a case: one made in Python)
+        if fault is not None:
+            raise ValueError(fault)
+        return name
 
     @classmethod
     def from_spec(cls, spec: Any) -> Tool:
@@ -182,9 +197,10 @@ class Case(BaseModel):
     @field_validator("tools", mode="before")
     @classmethod
     def _read_tools(cls, tools: Any) -> Any:
-        if isinstance(tools, tuple) and all(isinstance(t, Tool) for t in tools):
-            return tools
         try:
+            if isinstance(tools, tuple) and all(isinstance(t, Tool) for t in tools):
+                refuse_duplicates([t.name for t in tools])
+                return tools
             return tuple(read_tool_list(tools, Tool.from_spec))
         except ToolFormError as exc:
             raise ShapeError(exc.pointer, str(exc)) from None

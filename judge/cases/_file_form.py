@@ -25,13 +25,13 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 
 import msgspec
 
 from judge._errors import CaseFileWarning, InputError
 from judge.cases._files import open_cases
-from judge.cases._json import DecodeError, loads
+from judge.cases._json import DecodeError, TooDeep, array_items, loads
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -264,11 +264,11 @@ def _document(data: bytes, name: str, form: _Form) -> CaseDocument | None:
 def _array(data: bytes) -> list[CaseText]:
     """Each element of a JSON array, with the line it starts on and its pointer."""
     try:
-        items = _ARRAY.decode(data)
+        items: list[Any] = _ARRAY.decode(data)
     except msgspec.DecodeError as exc:
         raise _at_byte(data, str(exc)) from None
-    except RecursionError:
-        raise _Broken("JSON is nested too deeply") from None
+    except RecursionError:  # a case nested too deeply: read alone, it is that case's error
+        items = _elements(data)
     cases, line, counted, end = [], 1, 0, 0
     for index, item in enumerate(items):
         text = bytes(item)
@@ -277,6 +277,22 @@ def _array(data: bytes) -> list[CaseText]:
         counted, end = found, found + len(text)
         cases.append(CaseText(_one_line(text), line, f"/{index}"))
     return cases
+
+
+def _elements(data: bytes) -> list[bytes]:
+    """The elements of an array with one nested past what the decoder follows, found by their
+    brackets; each must be JSON, or nested too deeply itself."""
+    items = array_items(data)
+    if items is None:
+        raise _Broken("JSON is nested too deeply")
+    for index, item in enumerate(items):
+        try:
+            loads(item)
+        except TooDeep:
+            pass
+        except DecodeError as exc:
+            raise _Broken(f"{exc} (in /{index})") from None
+    return items
 
 
 def _spread(data: bytes) -> list[CaseText]:

@@ -19,8 +19,11 @@ MATCH_MODES: tuple[str, ...] = get_args(MatchMode)
 ARGS_MODES: tuple[str, ...] = get_args(ArgsMode)
 
 ArgsCompare = Callable[[dict[str, Any], dict[str, Any]], bool]
-"""`compare(candidate_arguments, reference_arguments)`: True when the arguments are acceptable.
-The reference arguments are passed as written, `$any`/`$optional` matchers included."""
+"""`compare(candidate_arguments, reference_arguments)`: True when the arguments are acceptable,
+False when not (any other answer, `"no"` say, fails the call, naming the predicate). The
+reference arguments are passed as written, `$any`/`$optional` matchers included."""
+USER_MODULE = "_judge_user_"
+"""How the name of a module loaded from a file (`path/to/file.py:name`) begins."""
 
 
 @dataclass(frozen=True)

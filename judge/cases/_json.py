@@ -9,6 +9,7 @@ integers orjson cannot write.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -18,10 +19,16 @@ import orjson
 DecodeError = msgspec.DecodeError
 """What `loads` raises for text that is not strict JSON (a `ValueError`)."""
 
+
+class TooDeep(DecodeError):
+    """What `loads` raises for JSON nested past what it follows (about 1,000 levels)."""
+
+
 decoder = msgspec.json.Decoder()
 """The decoder `loads` calls (hot paths call its `decode` directly, and catch `RecursionError`
 themselves)."""
 _orjson_dumps, _NEWLINE = orjson.dumps, orjson.OPT_APPEND_NEWLINE  # (looked up once)
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[][{},]')  # a string, or a mark between values
 
 
 def loads(data: bytes | str) -> Any:
@@ -29,7 +36,33 @@ def loads(data: bytes | str) -> Any:
     try:
         return decoder.decode(data)
     except RecursionError:  # nested past what msgspec follows (orjson stops at 1,024 too)
-        raise DecodeError("JSON is nested too deeply") from None
+        raise TooDeep("JSON is nested too deeply") from None
+
+
+def array_items(data: bytes) -> list[bytes] | None:
+    """The text of each element of the JSON array `data`, found by its brackets alone, so an
+    element nested past what `loads` follows is found too (and can be refused alone); None
+    where the brackets do not make one array. Each element may still not be JSON."""
+    data = data.strip()
+    if data[:1] != b"[":
+        return None
+    items: list[bytes] = []
+    depth, start = 0, 1
+    for token in _TOKENS.finditer(data):
+        mark = token.group()
+        if mark in (b"[", b"{"):
+            depth += 1
+        elif mark in (b"]", b"}"):
+            depth -= 1
+            if depth == 0:
+                last = data[start : token.start()].strip()
+                if last or items:  # (`[]` holds none; `[1,]` an empty element, not JSON)
+                    items.append(last)
+                return items if token.end() == len(data) else None
+        elif mark == b"," and depth == 1:
+            items.append(data[start : token.start()].strip())
+            start = token.end()
+    return None
 
 
 def dumps(

@@ -63,7 +63,7 @@ class LeanCase:
     ) -> None:
         self.id = id
         self.tools = tools
-        """The tools offered, by name (the last of a name, as `Case` has them)."""
+        """The tools offered, by name (two of one name are refused, by `Case`)."""
         self.tool_calls = tool_calls
         self.expected_calls = expected_calls
         self.expected_behavior = expected_behavior
@@ -167,6 +167,8 @@ def _tools_in(text: bytes) -> dict[str, LeanTool] | None:
         try:
             name, _, parameters = read_tool(spec)
         except ToolFormError:
+            return None
+        if name in tools:  # two tools of one name: `Case` says which
             return None
         tools[name] = LeanTool(name, parameters, index)
     return tools

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from judge.cases._form import ARGS_MODES, ArgsCompare, ArgsMode, MatchMode
+from judge.cases._form import ARGS_MODES, USER_MODULE, ArgsCompare, ArgsMode, MatchMode
 
 Override = ArgsMode | list[str] | SkipJsonSchema[ArgsCompare]
 
@@ -166,7 +166,7 @@ def _load_file(path: str) -> Any:
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"{path}: no such file")
-    name = "_judge_user_" + "_".join(file.resolve().with_suffix("").parts[-2:]).replace("-", "_")
+    name = USER_MODULE + "_".join(file.resolve().with_suffix("").parts[-2:]).replace("-", "_")
     if name in sys.modules:  # loaded once per process, like an imported module
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, file)

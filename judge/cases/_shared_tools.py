@@ -89,7 +89,7 @@ class SharedTools:
         return (self.offered_to(item) for item in items)
 
     def lean(self) -> dict[str, LeanTool]:
-        """The tools by name (the last of a name), as `read_lean` gives a case's."""
+        """The tools by name, as `read_lean` gives a case's."""
         return {
             spec.name: LeanTool(spec.name, spec.parameters, i) for i, spec in enumerate(self.specs)
         }

@@ -5,14 +5,16 @@ The forms: OpenAI chat (`{"type": "function", "function": {"name", "parameters"}
 (`{"name", "inputSchema"}`, as `tools/list` returns it; `tools` may be that whole result). An
 entry whose keys fit no form, or that holds its schema under another form's key, is refused
 with the nearest known key: a tool never silently loses its schema. A function given without
-a schema takes no arguments (as OpenAI defines it). Model-free, so the check path reads tools
-with it too.
+a schema takes no arguments (as OpenAI defines it). A name is text of at most
+`MAX_NAME_LENGTH` characters with no control character, and no two tools of a list share one.
+Model-free, so the check path reads tools with it too.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from judge.cases._fields import nearest
 from judge.cases._json import json_kind, pointer
@@ -42,7 +44,10 @@ TOOL_FORMS: dict[str, tuple[str, frozenset[str]]] = {
     ),
 }
 """Each form: the key its schema is under, and every key an entry of it may have."""
-T = TypeVar("T")
+MAX_NAME_LENGTH = 256
+"""The longest tool name read: twice the most any provider accepts (OpenAI 64 characters,
+Anthropic and MCP 128); a longer one is no name but pasted text."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: they act on a terminal
 _SCHEMA_KEYS = frozenset(key for key, _ in TOOL_FORMS.values())
 LIST_RESULT_KEYS = frozenset(("tools", "nextCursor", "_meta"))
 """The members of an MCP `tools/list` result."""
@@ -54,6 +59,14 @@ class ToolFormError(ValueError):
     def __init__(self, pointer: str, message: str) -> None:
         self.pointer = pointer
         super().__init__(message)
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+T = TypeVar("T", bound=_Named)
 
 
 class ToolSpec(NamedTuple):
@@ -93,7 +106,49 @@ def read_tool_list(tools: Any, read: Callable[[Any], T]) -> list[T]:
             found.append(read(spec))
         except ToolFormError as exc:
             raise ToolFormError(f"{prefix}/{i}{exc.pointer}", str(exc)) from None
+    refuse_duplicates([tool.name for tool in found], prefix)
     return found
+
+
+def refuse_duplicates(names: list[str], prefix: str = "") -> None:
+    """`ToolFormError` at the second of two tools of one name: a call names its tool, so
+    either definition could be the one meant."""
+    if len(set(names)) == len(names):
+        return
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in first:
+            raise ToolFormError(
+                f"{prefix}/{i}",
+                f"tools{prefix}/{first[name]} and tools{prefix}/{i} are both named {name!r}",
+            )
+        first[name] = i
+
+
+def name_fault(name: str) -> str | None:
+    """What is wrong with a tool's name, if anything: a control character (C0, DEL, C1),
+    which would act on the terminal that shows it, or more than `MAX_NAME_LENGTH`
+    characters."""
+    if len(name) > MAX_NAME_LENGTH:
+        return (
+            f"tool name {name[:40]!r}... has {len(name)} characters; a tool name has at most "
+            f"{MAX_NAME_LENGTH}"
+        )
+    control = None if name.isprintable() else _CONTROL.search(name)  # (the first test is cheap)
+    if control is not None:
+        return f"tool name {name!r} holds the control character U+{ord(control.group()):04X}"
+    return None
+
+
+def _named(name: Any, at: str, what: str) -> str:
+    """`name` when it is a good tool name; else `ToolFormError` at `at` (`what`: the
+    message when it is no text)."""
+    if not isinstance(name, str):
+        raise ToolFormError(at, what)
+    fault = name_fault(name)
+    if fault is not None:
+        raise ToolFormError(at, fault)
+    return name
 
 
 def read_tool(spec: Any) -> ToolSpec:
@@ -120,9 +175,7 @@ def read_tool(spec: Any) -> ToolSpec:
 def _builtin(spec: dict[str, Any], kind: str) -> ToolSpec:
     """A provider's own tool (Anthropic's `bash_20250124`, OpenAI's `custom`): no JSON Schema
     is given for it, so its calls are held only to being a JSON object."""
-    name = spec.get("name")
-    if not isinstance(name, str):
-        raise ToolFormError("/name", f"a tool of type {kind!r} needs a name (text)")
+    name = _named(spec.get("name"), "/name", f"a tool of type {kind!r} needs a name (text)")
     description = spec.get("description")
     if description is not None and not isinstance(description, str):
         raise ToolFormError("/description", f"tool {name!r}: description must be text")
@@ -149,9 +202,7 @@ def _form_of(spec: dict[str, Any]) -> str:
 
 def _read_form(fn: dict[str, Any], form: str, at: str) -> ToolSpec:
     schema_key, keys = TOOL_FORMS[form]
-    name = fn.get("name")
-    if not isinstance(name, str):
-        raise ToolFormError(at + "/name", "a tool needs a name (text)")
+    name = _named(fn.get("name"), at + "/name", "a tool needs a name (text)")
     unknown = sorted(fn.keys() - keys, key=lambda k: (k not in _SCHEMA_KEYS, str(k)))
     for key in unknown:
         key = str(key)

@@ -11,7 +11,13 @@ from judge.cases._lean import no_dollar_key
 from judge.cases._lean_form import Expected
 from judge.checks._kinds import FailureKind
 from judge.checks._matchers import ABSENT, ValueDefaults, hint, value_fault
-from judge.checks._rules import ArgumentRule, Rules
+from judge.checks._rules import (
+    ArgumentRule,
+    Rules,
+    not_a_verdict,
+    predicate_name,
+    predicate_verdict,
+)
 from judge.checks._values import json_equal, rule_for
 
 Problem = tuple[FailureKind, str, str]  # kind, JSON pointer, message
@@ -161,13 +167,20 @@ def _pathfaults(
 
 
 def _judged_by(compare: ArgsCompare, arguments: dict[str, Any], expected: Expected) -> list[Fault]:
-    name = getattr(compare, "__qualname__", type(compare).__name__)
+    """The user's predicate's verdict: a failure when it rejects the arguments, raises, or
+    answers anything but True or False (never a pass by truthiness)."""
     try:
-        if compare(arguments, dict(expected.arguments)):
-            return []
-        message = f"the arguments were rejected by {name}"
+        said = compare(arguments, dict(expected.arguments))
     except Exception as exc:
-        message = f"{name} raised {type(exc).__name__}: {exc}"
+        message = f"{predicate_name(compare)} raised {type(exc).__name__}: {exc}"
+    else:
+        verdict = predicate_verdict(said)
+        if verdict is True:
+            return []
+        if verdict is None:
+            message = not_a_verdict(compare, said)
+        else:
+            message = f"the arguments were rejected by {predicate_name(compare)}"
     return [(FailureKind.WRONG_VALUE, (), arguments, None, message)]
 
 

@@ -129,8 +129,8 @@ def check_case(
     result = _check_read(read, rules, schemas, match, env, whole_path, reached)
     if any(f.kind is FailureKind.INVALID_CASE for f in result.failures):
         return result
-    origins, injection = case_evidence(read, result.trajectory is not None)
-    return result.model_copy(update={"value_origins": origins, "injection": injection})
+    found = case_evidence(read, result.trajectory is not None)
+    return result.model_copy(update=found._asdict())
 
 
 def _check_read(

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict
 from judge.cases._calls import ShapeError, normalise_response
 from judge.cases._case import Case
 from judge.cases._json import dumps, maybe_json, pointer
-from judge.checks._origins import leaves, message_text, normalise, spaced, stems
+from judge.checks._origins import leaves, message_text, spaced, stems
+from judge.checks._places import normalise
 from judge.checks._structure import parse_arguments
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")

@@ -1,31 +1,35 @@
 """An MCP server as an environment: each call a `tools/call`, the state a resource.
 
 `McpServer` says how to reach one: a command started over stdio (a fresh process for every
-environment, so runs never share state) or the URL of a running server (streamable HTTP: one
-server for everything, so its state is not compared). `McpEnvironment` is one connection: its
-client runs on an event loop of its own, in a thread, so that it serves both the synchronous
-`Environment` protocol (`call`, `snapshot`, for replays) and agent runs (`acall`, awaited
-without blocking their loop). A result with `isError` is a failed call (`ToolFailed`, its text
-the reason); `structuredContent` is the result when present, else the text contents joined
-(given to the agent as they are, `ToolText`). A request past `timeout` seconds fails; a server
-that does not start (up to its answer to `initialize`) within `start_timeout` seconds, or cannot
-start at all, is `McpStartError` with the last lines it wrote on standard error. The two bounds
-are apart: a short bound on a hung tool must not keep a slow-importing server from starting.
+environment, so runs never share state, with the caller's environment and `env` over it, as
+the shell command it is written as would have: `_mcp_stdio`) or the URL of a running server
+(streamable HTTP: one server for everything, so its state is not compared). `McpEnvironment`
+is one connection: its client runs on an event loop of its own, in a thread, so that it serves
+both the synchronous `Environment` protocol (`call`, `snapshot`, for replays) and agent runs
+(`acall`, awaited without blocking their loop). A result with `isError` is a failed call
+(`ToolFailed`, its text the reason); `structuredContent` is the result when present, else the
+text contents joined (given to the agent as they are, `ToolText`). A request past `timeout`
+seconds fails; a server that does not start (up to its answer to `initialize`) within
+`start_timeout` seconds, or cannot start at all, is `McpStartError` with the last lines it
+wrote on standard error. The two bounds are apart: a short bound on a hung tool must not keep
+a slow-importing server from starting. A server that lists two tools of one name is refused:
+a call by name could not say which. Errors are one line each (a pydantic `ValidationError` as
+its first few fields).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shlex
-import sys
 import tempfile
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from judge.cases._case import Case, Tool
 from judge.cases._json import DecodeError, loads
@@ -34,16 +38,11 @@ from judge.checks._env import ToolFailed, ToolText
 T = TypeVar("T")
 _CLEAN_UP = 15.0  # seconds a late request's cancellation may take on top of its timeout
 _STDERR_LINES = 5
-# Linux: the server gets SIGTERM when the thread that started it ends, however `judge` ends
-# (a kill included): never an orphan. The check after prctl covers a parent already gone.
-_GUARD = (
-    "import ctypes,os,sys;ctypes.CDLL(None).prctl(1,15);"
-    "os.getppid()==int(sys.argv[1]) or os._exit(1);os.execvp(sys.argv[2],sys.argv[2:])"
-)
+_CLOSE = 15.0  # seconds a stop may take: the server's grace to exit, then its group's
 
 
 class McpStartError(RuntimeError):
-    """The server could not be started or reached."""
+    """The server could not be started or reached, or is refused for the tools it lists."""
 
 
 class McpServerFailed(ToolFailed):
@@ -65,8 +64,12 @@ class McpServer:
     """Seconds a request (a tool call, a state read, `tools/list`) may take."""
     start_timeout: float = 60.0
     """Seconds the server may take to start and answer `initialize`."""
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Variables set over the caller's environment for a stdio server (`--mcp-env`)."""
     tools: list[Tool] = field(default_factory=list, compare=False)
     """The server's tools, once `listed_tools` has listed them."""
+    warned: set[str] = field(default_factory=set, compare=False, repr=False)
+    """The warnings its output gave (each given once)."""
 
     @classmethod
     def of(
@@ -77,9 +80,11 @@ class McpServer:
         timeout: float,
         option: str = "--mcp",
         start_timeout: float = 60.0,
+        env: Iterable[str] = (),
     ) -> McpServer:
-        """The server a command line (split as a shell would) or a URL names; ValueError, naming
-        `option`, for neither or both, an empty or unreadable command, or no mcp SDK."""
+        """The server a command line (split as a shell would) or a URL names, `env` its
+        `KEY=VALUE` settings; ValueError, naming `option`, for neither or both, an empty or
+        unreadable command, a setting that is not `KEY=VALUE` or is for a URL, or no mcp SDK."""
         if (command is None) == (url is None):
             raise ValueError("give one MCP server: --mcp COMMAND or --mcp-url URL")
         try:
@@ -94,7 +99,10 @@ class McpServer:
                 raise ValueError("an empty command")
         except ValueError as exc:  # shlex's too: "No closing quotation"
             raise ValueError(f"{option} {command!r}: {exc}") from None
-        return cls(argv, url, state_uri, timeout, start_timeout)
+        settings = _settings(env)
+        if settings and url is not None:
+            raise ValueError("--mcp-env is for a server judge starts (--mcp COMMAND), not a URL")
+        return cls(argv, url, state_uri, timeout, start_timeout, settings)
 
     @property
     def observes_state(self) -> bool:
@@ -144,12 +152,16 @@ class McpEnvironment:
     """One connection to the server (for stdio, its own server process)."""
 
     def __init__(self, server: McpServer) -> None:
+        from judge.checks._mcp_stdio import Output
+
         self.server = server
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed by close)
-        self._stack = contextlib.AsyncExitStack()
+        self._output = Output(server.described(), server.warned)
+        self._stopping = asyncio.Event()
+        self._held: asyncio.Task[None] | None = None
         self._closed = False
         self.failure: str | None = None
         """Why the server failed (it did not answer, or its connection broke): the run's
@@ -163,29 +175,63 @@ class McpEnvironment:
             if not isinstance(exc, Exception):  # Ctrl-C: the server stopped, the stop goes on
                 raise
             leaf = _leaf(exc)
+            if isinstance(leaf, McpStartError):  # refused for its tools: the message says all
+                raise leaf from None
             if isinstance(leaf, ToolFailed):  # late: the message says all
                 why = str(leaf)
             else:
-                why = f"{type(leaf).__name__}: {leaf}" + (f"; it said: {said}" if said else "")
+                why = self._broken(leaf) + (f"; it said: {said}" if said else "")
             raise McpStartError(
                 f"the MCP server {server.described()} could not be started: {why}"
             ) from None
 
     async def _open(self) -> None:
-        from mcp import Client
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+        """Connect, the connection held by a task of its own until `close`: anyio's task
+        groups (in the client and the transport) must be left by the task that entered them."""
+        ready: asyncio.Future[None] = self._loop.create_future()
+        self._held = asyncio.ensure_future(self._hold(ready))
+        try:
+            await ready
+        except BaseException:  # late or failed: the server is stopped before the error is told
+            self._held.cancel()
+            with contextlib.suppress(BaseException):
+                await self._held
+            raise
 
-        if self.server.command:
-            program, *args = _guarded(self.server.command)
-            parameters = StdioServerParameters(command=program, args=args)
-            target: Any = stdio_client(parameters, errlog=self._stderr)  # its stderr kept
-        else:
-            target = str(self.server.url)
-        # No response cache: a state read after a call must see that call.
-        self._session = await self._stack.enter_async_context(Client(target, cache=None))
+    async def _hold(self, ready: asyncio.Future[None]) -> None:
+        from mcp import Client
+
+        from judge.checks._mcp_stdio import stdio_server
+
+        target: Any = str(self.server.url)
+        if self.server.command:  # its standard error kept, for the errors that quote it
+            target = stdio_server(self.server.command, self.server.env, self._stderr, self._output)
+        try:
+            # No response cache: a state read after a call must see that call.
+            async with Client(target, cache=None) as client:
+                self._session = client
+                ready.set_result(None)
+                await self._stopping.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    async def _release(self) -> None:
+        self._stopping.set()
+        if self._held is not None:
+            await self._held
 
     async def _list(self) -> list[dict[str, Any]]:
         listed = await self._session.list_tools()
+        names = [tool.name for tool in listed.tools]
+        for later, name in enumerate(names):
+            if (first := names.index(name)) < later:
+                raise McpStartError(
+                    f"the MCP server {self.server.described()} lists two tools named {name!r} "
+                    f"(numbers {first + 1} and {later + 1} of its tools/list): a call by name "
+                    "could not say which"
+                )
         return [_openai_tool(tool) for tool in listed.tools]
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
@@ -215,7 +261,7 @@ class McpEnvironment:
         if isinstance(exc, ToolFailed) and not isinstance(exc, McpServerFailed):
             return exc  # the tool's own refusal: the run goes on
         if not isinstance(exc, McpServerFailed):
-            exc = McpServerFailed(f"the MCP server failed: {type(exc).__name__}: {exc}")
+            exc = McpServerFailed(f"the MCP server failed: {self._broken(exc)}")
         self.failure = self.failure or str(exc)
         return exc
 
@@ -261,7 +307,7 @@ class McpEnvironment:
             return
         self._closed = True
         with contextlib.suppress(BaseException):
-            self._wait(self._stack.aclose(), 10.0, "stop")
+            self._wait(self._release(), _CLOSE, "stop")
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
@@ -282,6 +328,12 @@ class McpEnvironment:
             future.cancel()
             raise McpServerFailed(self._late(what, starting=what == "start")) from None
 
+    def _broken(self, exc: BaseException) -> str:
+        """What broke the connection: a message over the bound, else `exc`, in one line."""
+        if self._output.too_large is not None:
+            return f"a message from it was {self._output.too_large}"
+        return _one_line(exc)
+
     def _late(self, what: str, *, starting: bool = False) -> str:
         said = self.stderr_tail()
         bound, option = (
@@ -301,11 +353,28 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _guarded(command: tuple[str, ...]) -> list[str]:
-    """The command as started: under the guard that ends it with `judge`, on Linux."""
-    if sys.platform != "linux":
-        return list(command)
-    return [sys.executable, "-S", "-I", "-c", _GUARD, str(os.getpid()), *command]
+def _one_line(exc: BaseException) -> str:
+    """`exc` in one line: a pydantic error by its first fields, not its pages."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False)
+        said = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(the value)'}: {e['msg']}" for e in errors[:3]
+        )
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        return f"{exc.title} is not valid: {said}{more}"
+    return f"{type(exc).__name__}: " + " ".join(str(exc).split())
+
+
+def _settings(given: Iterable[str]) -> dict[str, str]:
+    """`KEY=VALUE` settings as a mapping (the last of a key wins); ValueError naming one
+    that is not a setting."""
+    settings: dict[str, str] = {}
+    for text in given:
+        key, sep, value = text.partition("=")
+        if not sep or not key or key != key.strip():
+            raise ValueError(f"--mcp-env {text!r}: expected KEY=VALUE")
+        settings[key] = value
+    return settings
 
 
 def _openai_tool(tool: Any) -> dict[str, Any]:

@@ -4,27 +4,26 @@ the assistant's own earlier turns, the tool's schema, or nowhere.
 Evidence, never a failure by itself. A value is looked for in the messages before the
 response, the user's first (the user's word wins, then the system's, then a tool result's,
 then the assistant's own, then the schema's), each message read once whatever the number of
-values: linear in the size of the conversation. Matching is exact on text, then as a person
-would say "the same value": case, spacing and Unicode forms of words, number formats (`1,000`,
-`1000` and `1000.0` are one number), a value inside JSON text.
+values (a JSON result's leaves indexed, `judge.checks._places`): linear in the size of the
+conversation. Matching is exact on text, then as a person would say "the same value": case,
+spacing and Unicode forms of words, number formats (`1,000`, `1000` and `1000.0` are one
+number; `1.000` is 1000 too, as German writes it), a value inside JSON text.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from judge.cases._json import dumps, maybe_json, pointer
-from judge.checks._dates import date_spans, iso_date
-from judge.checks._numbers import numeric, says_number
+from judge.checks._budget import NEVER, within
+from judge.checks._numbers import numeric
+from judge.checks._places import Text, normalise
 
 Origin = Literal["user", "system", "tool_result", "assistant", "schema", "nowhere"]
 
-_SPACES = re.compile(r"\s+")
 _SCHEMA_KEYS = ("default", "const", "enum", "examples")
-_DEEPEST = 64  # a JSON tool result is walked this deep for the field a value is in
 
 
 def leaves(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
@@ -65,13 +64,6 @@ def _said(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def normalise(text: str) -> str:
-    """Text as compared: Unicode compatibility forms, case folded, spaces collapsed."""
-    if text.isascii():  # (the same, for ASCII text, at a fraction of the cost)
-        return " ".join(text.lower().split())
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).casefold().strip()
-
-
 def message_text(message: Mapping[str, Any]) -> str:
     """A message's text: its content, or its text parts joined."""
     content = message.get("content")
@@ -84,119 +76,16 @@ def message_text(message: Mapping[str, Any]) -> str:
     return "" if content is None else str(content)
 
 
-class Text:
-    """One place a value can be found in: its raw text, and, read once when first needed, its
-    normalised text, the numbers it states and the fields of the JSON it holds."""
-
-    __slots__ = (
-        "raw", "source", "at", "call_id", "structured", "_normal", "_lower", "_data", "_fields"
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        raw: str,
-        source: str,
-        data: Any = None,
-        at: int = 0,
-        call_id: Any = None,
-        structured: bool = False,
-    ) -> None:
-        self.raw = raw
-        self.source = source
-        self.structured = structured  # a tool result or arguments: `where` looks into fields
-        self.at = at  # the message's place in the conversation
-        self.call_id = call_id  # a tool result's: the call it answers
-        self._normal: str | None = None
-        self._lower: str | None = None
-        self._data = data  # a structure it holds (a parsed result, an earlier call's arguments)
-        self._fields: list[tuple[str, Text]] | None = None
-
-    @property
-    def lower(self) -> str:
-        if self._lower is None:
-            self._lower = self.raw.lower()
-        return self._lower
-
-    @property
-    def normal(self) -> str:
-        if self._normal is None:
-            self._normal = normalise(self.raw)
-        return self._normal
-
-    def holds(
-        self, value: str | int | float, normal: str | None, number: float | None, as_is: bool = True
-    ) -> bool:
-        """The value is said here: the text as it is (not looked for again without `as_is`),
-        normalised, or the same number (the forms `sought` gives)."""
-        if normal is not None:
-            raw = self.raw
-            if as_is and isinstance(value, str) and value in raw:
-                return True
-            if raw.isascii():  # no Unicode form to mind, only runs of spaces
-                if normal in self.lower:
-                    return True
-                if " " in normal and _words_in(normal, self.lower) and normal in self.normal:
-                    return True
-            elif normal in self.normal:
-                return True
-            if number is None:
-                date = iso_date(value)  # type: ignore[arg-type]
-                return date is not None and bool(date_spans(self.raw, date, self.lower))
-        return number is not None and says_number(self.raw, number)
-
-    def where(self, value: str | int | float, normal: str | None, number: float | None) -> str:
-        """The source, followed into the field of the JSON structure that holds the value (a
-        tool result's or an earlier call's arguments; a user's or system's text is one place)."""
-        if not self.structured:
-            return self.source
-        for path, field in self.fields:
-            if field.holds(value, normal, number):
-                return self.source + path
-        return self.source
-
-    @property
-    def fields(self) -> list[tuple[str, Text]]:
-        """The leaves of the JSON it holds, each a place of its own (none for plain text)."""
-        if self._fields is None:
-            data = self._data if self._data is not None else maybe_json(self.raw.strip())
-            self._fields = (
-                [(pointer(p), Text(str(v), "")) for p, v in leaves_deep(data)]
-                if isinstance(data, (dict, list))
-                else []
-            )
-        return self._fields
-
-
-def _words_in(normal: str, lower: str) -> bool:
-    """Each word of `normal` is in `lower`: what it takes to be in the normalised text (read
-    only then: normalising a long text costs)."""
-    return all(word in lower for word in normal.split(" "))
-
-
-def leaves_deep(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
-    """The leaves of a parsed structure (booleans too), in order, no deeper than `_DEEPEST`."""
-    found: list[tuple[tuple[Any, ...], Any]] = []
-    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, dict) and len(path) < _DEEPEST:
-            keys: list[Any] = list(item)
-            for key in keys[::-1]:
-                stack.append(((*path, key), item[key]))
-        elif isinstance(item, list) and len(path) < _DEEPEST:
-            for position in range(len(item) - 1, -1, -1):
-                stack.append(((*path, position), item[position]))
-        elif not isinstance(item, (dict, list)) and item is not None:
-            found.append((path, item))
-    return found
-
-
 class Conversation:
     """The places of a case's messages, by origin, latest first within each."""
 
-    __slots__ = ("user", "system", "tool", "assistant", "asked", "earlier")
+    __slots__ = ("user", "system", "tool", "assistant", "asked", "earlier", "deadline")
 
-    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(
+        self, messages: Sequence[Mapping[str, Any]], deadline: float = float("inf")
+    ) -> None:
+        self.deadline = deadline
+        """When reading it is out of time (`judge.checks._budget`)."""
         self.user: list[Text] = []
         self.system: list[Text] = []
         self.tool: list[Text] = []
@@ -224,6 +113,16 @@ class Conversation:
             elif role == "assistant":
                 self._assistant(message, source, index)
         self.earlier.reverse()  # read latest first: first first now, so taint flows forward
+
+    def size(self) -> int:
+        """The characters of the texts it holds (what finding values in it reads)."""
+        size = 0
+        for texts in (self.user, self.system, self.tool):
+            for text in texts:
+                size += len(text.raw)
+        for text in self.asked.values():
+            size += len(text.raw)
+        return size
 
     def _assistant(self, message: Mapping[str, Any], source: str, index: int) -> None:
         text = message_text(message)
@@ -283,11 +182,14 @@ def value_origins(
     """Per string and number leaf of every call, where it was found: `{"call", "path",
     "origin", "source"}`."""
     found = []
+    timed = conversation.deadline < NEVER  # (a small case's is not: no call made)
     for index, (name, arguments, before) in enumerate(calls):
         if arguments is None:
             continue
         schema = schema_of(name)
         for path, value in leaves(arguments):
+            if timed:
+                within(conversation.deadline)
             origin, source = origin_of(conversation, value, schema, path, before)
             found.append(
                 {"call": index, "path": _pointer(path), "origin": origin, "source": source}

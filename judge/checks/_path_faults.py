@@ -27,7 +27,8 @@ def missing_call(
     shown: list[str] = []
     for c in call_ids[:_SHOWN_CALLS]:
         e = paired_with.get(c)
-        shown.append(names[c] if e is None else f"{names[c]} (paired with /expected_calls/{e})")
+        name = names[c] if names[c].isprintable() else repr(names[c])  # escape codes spelled out
+        shown.append(name if e is None else f"{name} (paired with /expected_calls/{e})")
     more = len(call_ids) - _SHOWN_CALLS
     said += f"; the calls made: {', '.join(shown)}" + (f" and {more} more" if more > 0 else "")
     return FailureKind.MISSING_CALL, at, said

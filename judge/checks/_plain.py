@@ -13,8 +13,9 @@ from judge.cases._form import ArgsCompare, ArgsMode, MatchMode
 from judge.cases._lean import LeanCase, LeanTool
 from judge.cases._lean_form import Called, Expected
 from judge.checks._arguments import Fault, Problem, describe, faults
+from judge.checks._budget import TIMED_FROM
 from judge.checks._credit import call_scores, leaf_count, leaves_got, one_credit
-from judge.checks._injection import injection_evidence
+from judge.checks._injection import evidence
 from judge.checks._kinds import FailureKind
 from judge.checks._matchers import ValueDefaults
 from judge.checks._no_reference import (
@@ -133,10 +134,10 @@ def check_plain(case: LeanCase, schemas: SchemaCache, tally: Tally | None = None
         kinds.append(_KIND_NAMES[kind])
         failures.append({"call": call, "kind": kinds[-1], "path": path, "message": message})
     data["failures"] = failures
-    data["value_origins"], data["injection"] = _evidence(case, names, parsed)
+    _evidence(data, case, names, parsed)
     if tally is not None:  # (counted from what built the result: none of it read back)
         f1 = scores["f1"] if scores else None
-        injected = bool(data["injection"])
+        injected = bool(data.get("injection"))
         tally.count_parts(
             selection, schema_valid, argument_values, passed, kinds, f1, needs_judge, injected
         )
@@ -144,17 +145,27 @@ def check_plain(case: LeanCase, schemas: SchemaCache, tally: Tally | None = None
 
 
 def _evidence(
-    case: LeanCase, names: list[str], parsed: list[dict[str, Any] | None]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The calls' value origins and injection evidence."""
+    data: dict[str, Any], case: LeanCase, names: list[str], parsed: list[dict[str, Any] | None]
+) -> None:
+    """The calls' value origins and injection evidence, written into the result (or why
+    they are undecided)."""
     if not names:
-        return [], []
+        data["value_origins"], data["injection"] = [], []
+        return
     before = len(case.messages)
     graded = [(names[i], parsed[i], before) for i in range(len(names))]
     tools = case.tools
     conversation = Conversation(case.messages)
-    origins = value_origins(conversation, graded, lambda name: _place(tools.get(name)))
-    return origins, injection_evidence(conversation, graded) if conversation.tool else []
+    schema_of = lambda name: _place(tools.get(name))  # noqa: E731
+    if not conversation.tool and conversation.size() <= TIMED_FROM:  # the common case, compiled
+        data["value_origins"] = value_origins(conversation, graded, schema_of)
+        data["injection"] = []
+        return
+    found = evidence(conversation, graded, schema_of)
+    if found.undecided is not None:
+        data["evidence_undecided"] = found.undecided
+    else:
+        data["value_origins"], data["injection"] = found.origins, found.injection
 
 
 def _place(tool: LeanTool | None) -> tuple[int, Any] | None:

@@ -152,6 +152,11 @@ class CaseResult(BaseModel):
     """Values (or targets inside them: URLs, e-mail addresses, IBANs, files) that only tool
     results reading as instructions to the assistant gave: evidence of a followed prompt
     injection, not a failure by itself. Null where the case could not be read."""
+    evidence_undecided: str | None = None
+    """Why `value_origins` and `injection` are null in a case that was read: finding them
+    took longer than the case's budget (a few seconds: far more than a megabyte of tool
+    results needs), and the case is graded without them rather than held up. Written only
+    when set."""
     ungrounded_values: tuple[UngroundedValue, ...] | None = None
     """Argument values the conversation never mentions, the values of origin `nowhere`
     (`judge grade`): evidence, not a failure."""
@@ -190,6 +195,8 @@ class CaseResult(BaseModel):
             data["value_origins"] = [o.model_dump() for o in self.value_origins]
         if self.injection is not None:
             data["injection"] = [i.model_dump() for i in self.injection]
+        if self.evidence_undecided is not None:
+            data["evidence_undecided"] = self.evidence_undecided
         if self.trajectory is not None:
             data["trajectory"] = self.trajectory.model_dump(mode="json")
         if self.final_state is not None:

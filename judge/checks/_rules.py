@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from judge.cases._form import USER_MODULE
 
 _WHITESPACE = re.compile(r"\s+")
 _NUMBER = (int, float)
@@ -41,13 +44,52 @@ class ArgumentRule:
     int_float_equal: bool = True
     """False: an integer never equals a float (`3` vs `3.0`)."""
     compare: Callable[[Any, Any], bool] | None = None
-    """A custom predicate `compare(actual, expected)`; replaces every other option."""
+    """A custom predicate `compare(actual, expected)`; replaces every other option. It
+    returns True or False: anything else is a `TypeError` (`"no"` is no verdict)."""
 
     def matches(self, actual: Any, expected: Any) -> bool:
         """Whether `actual` is acceptable for `expected` under this rule."""
         if self.compare is not None:
-            return bool(self.compare(actual, expected))
+            said = self.compare(actual, expected)
+            verdict = predicate_verdict(said)
+            if verdict is None:
+                raise TypeError(not_a_verdict(self.compare, said))
+            return verdict
         return _equal(actual, expected, self)
+
+
+def predicate_verdict(said: Any) -> bool | None:
+    """What a user's predicate answered: True or False (NumPy's too, as `np.isclose` gives
+    them), else None: a predicate that returns `"no"` or `[]` must not pass or fail a value
+    by its truthiness."""
+    if said is True or said is False:
+        return said
+    kind = type(said)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"):
+        return bool(said)
+    return None
+
+
+def predicate_name(predicate: Any) -> str:
+    """`module:function`, as `--override` names a predicate (the file's path for one loaded
+    from `path/to/file.py`)."""
+    name = getattr(predicate, "__qualname__", None) or type(predicate).__qualname__
+    module = getattr(predicate, "__module__", None)
+    if not isinstance(module, str):
+        return str(name)
+    if module.startswith(USER_MODULE):
+        module = getattr(sys.modules.get(module), "__file__", None) or module
+    return f"{module}:{name}"
+
+
+def not_a_verdict(predicate: Any, said: Any) -> str:
+    """Why what `predicate` returned is no verdict."""
+    shown = repr(said)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return (
+        f"{predicate_name(predicate)} returned {shown} ({type(said).__name__}), not True or "
+        "False: a predicate must return a bool"
+    )
 
 
 # Rules by tool name, then by argument name; "*" stands for any tool or any argument.

@@ -2,6 +2,7 @@
 
 - `_main`: the command group and `judge check` (the only command imported at start-up);
 - `_common`: exit codes, option helpers, printing;
+- `_paths`: the one output rule (no file written over an input or another output);
 - `_matching`: the trajectory match options;
 - `_judge_options`: the options that fix a judge, and the calibration gate;
 - `_jobs`: `judge check --jobs N`, the worker processes;

@@ -114,14 +114,6 @@ def require_files(paths: tuple[str, ...]) -> None:
             sys.exit(EXIT_UNREADABLE)
 
 
-def same_file(path: str, other: str) -> bool:
-    """Whether `path` (an input; `-` is standard input) is the file `other` names."""
-    try:
-        return path != "-" and os.path.samefile(path, other)
-    except OSError:  # `other` does not exist yet
-        return False
-
-
 def print_summary(summary: Summary, summary_format: str, stream: IO[str]) -> None:
     if summary_format == "json":
         stream.write(json.dumps(summary.to_dict(), indent=2) + "\n")
@@ -286,22 +278,3 @@ def end_on_closed_pipe() -> NoReturn:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(0)
 
-
-def refuse_over_inputs(
-    command: str, inputs: Iterable[str | None], outputs: Iterable[tuple[str, str | None]]
-) -> None:
-    """Exit 2, before anything is read or written, when an output is one of the inputs (by
-    path, symbolic or hard link) or two outputs are one file, naming both."""
-    given = [(flag, path) for flag, path in outputs if path is not None and path != "-"]
-    sources = [path for path in inputs if path is not None]
-    for flag, path in given:
-        for source in sources:
-            if same_file(source, path):
-                click.echo(f"judge {command}: {flag} {path} is the input {source}: "
-                           "write elsewhere", err=True)  # fmt: skip
-                sys.exit(EXIT_UNREADABLE)
-    for i, (flag, path) in enumerate(given):
-        for other_flag, other in given[i + 1 :]:
-            if os.path.abspath(path) == os.path.abspath(other) or same_file(path, other):
-                click.echo(f"judge {command}: {flag} and {other_flag} both name {path}", err=True)
-                sys.exit(EXIT_UNREADABLE)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,13 +24,13 @@ from judge.cli._common import (
     FORMER_NAMES_UNTIL,
     RENAMED_ON,
     progress_bar,
-    refuse_over_inputs,
     renamed_option,
     stack_options,
     strict_interval_option,
     summary_format_option,
 )
 from judge.cli._judge_options import judge_options, make_judge
+from judge.cli._paths import refuse_overlaps
 from judge.cli._probe import probe_names, probe_table
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
@@ -115,8 +116,7 @@ def calibrate_command(
     stem = Path(output).with_suffix("")
     results = results_out or f"{stem}.results.jsonl"
     disagreements = disagreements or f"{stem}.disagreements.jsonl"
-    refuse_over_inputs("calibrate", [sample], [("-o", output), ("--results-out", results),
-                       ("--disagreements", disagreements), ("--report", report)])  # fmt: skip
+    refuse_overlaps(results_out=results, disagreements=disagreements)
     cases, judge = _sample_and_judge(sample, {**judge_options, "abstain_below": abstain_below})
     try:
         graded, probed = asyncio.run(_grade_all(judge, cases, probes or []))
@@ -291,7 +291,7 @@ def sample_command(
     if uncertain and results is None:
         click.echo("judge sample: --uncertain needs --results (judge grade output)", err=True)
         sys.exit(EXIT_UNREADABLE)
-    refuse_over_inputs("sample", [cases, results], [("-o", output)])
+    refuse_overlaps()
     try:
         raw, loaded = read_lines(cases)
         judged = judged_states(results) if results else None
@@ -330,7 +330,7 @@ def bfcl_command(questions: str, possible_answers: str | None, output: str) -> N
     grades by BFCL's own rules."""
     from judge.cases._bfcl import bfcl_cases
 
-    refuse_over_inputs("bfcl", [questions, possible_answers], [("-o", output)])
+    refuse_overlaps()
     try:
         cases = bfcl_cases(questions, possible_answers)
     except JudgeError as exc:
@@ -366,9 +366,10 @@ def labels_group() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def labels_export(sample: str, output: str) -> None:
     """Write SAMPLE as a CSV with `selection`, `arguments` and `note` columns to fill."""
-    from judge.calibrate._sample import export_csv, read_lines
+    from judge.calibrate._sample import read_lines
+    from judge.calibrate._spreadsheet import export_csv
 
-    refuse_over_inputs("labels export", [sample], [("-o", output)])
+    refuse_overlaps()
     try:
         _, loaded = read_lines(sample)
     except JudgeError as exc:
@@ -376,6 +377,16 @@ def labels_export(sample: str, output: str) -> None:
         sys.exit(EXIT_UNREADABLE)
     export_csv(output, loaded)
     click.echo(f"{len(loaded)} cases -> {output}")
+
+
+def _known_encoding(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        codecs.lookup(value)
+    except LookupError:
+        raise click.BadParameter(
+            f"unknown encoding {value!r} (utf-8, cp1252, latin-1, ...)"
+        ) from None
+    return value
 
 
 @labels_group.command("import")
@@ -387,14 +398,24 @@ def labels_export(sample: str, output: str) -> None:
     type=click.Path(dir_okay=False),
     help="Where to write the labelled cases (default: SAMPLE itself).",
 )
-def labels_import(sample: str, csv_file: str, output: str | None) -> None:
+@click.option(
+    "--encoding",
+    default="utf-8",
+    show_default=True,
+    callback=_known_encoding,
+    help="CSV_FILE's text encoding (UTF-8 is read with or without a byte order mark); "
+    "cp1252, say, for a sheet saved as plain CSV by Excel on Windows.",
+)
+def labels_import(sample: str, csv_file: str, output: str | None, encoding: str) -> None:
     """Copy the labels filled in CSV_FILE into the cases of SAMPLE (matched by id)."""
     from judge.calibrate._labels import LabelFile
-    from judge.calibrate._sample import import_csv
+    from judge.calibrate._spreadsheet import import_csv
 
-    refuse_over_inputs("labels import", [csv_file], [("-o", output or sample)])
+    refuse_overlaps()
     try:  # under the sample's lock: a `judge review` serving it loses no label
-        LabelFile(sample).rewrite(lambda raw, cases: import_csv(csv_file, raw, cases), output)
+        LabelFile(sample).rewrite(
+            lambda raw, cases: import_csv(csv_file, raw, cases, encoding), output
+        )
     except JudgeError as exc:
         click.echo(f"judge labels import: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)

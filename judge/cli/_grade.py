@@ -33,7 +33,6 @@ from judge.cli._common import (
     refuser,
     report_skipped,
     require_files,
-    same_file,
     shared_tools,
     stack_options,
     tools_option,
@@ -52,6 +51,7 @@ from judge.cli._matching import (
     trajectory_options,
 )
 from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
+from judge.cli._paths import refuse_overlaps
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge, grading
 from judge.judging._plan import Plan, plan
@@ -131,6 +131,7 @@ def grade_command(
 ) -> None:
     """Grade CASES with the deterministic checks and the LLM judge."""
     require_files(cases)
+    refuse_overlaps()
     strict = strict or _former_strict(strict_input, calibration)
     if ray_address is not None:
         refuse_on_ray("grade", summary_format, junit, strict_input and calibration is None,
@@ -147,7 +148,6 @@ def grade_command(
     if shared is not None:
         sources = [shared.offer(iter_cases(source)) for source in sources]
     output = None if output == "-" else output
-    _refuse_an_input(output, [*cases, *(p for p in (judge_options.get("probe"), calibration) if p)])
     judge = judge_for("grade", judge_options, calibration=calibration, strict=strict, force=force)
     if calibration is not None and judge.trajectory:
         click.echo(
@@ -223,11 +223,6 @@ def _trace_reader(from_format: str | None) -> TraceReader | None:
     from judge.cli._import import TraceReader
 
     return TraceReader(from_format, "grade")
-
-
-def _refuse_an_input(output: str | None, inputs: list[str]) -> None:
-    if output is not None and any(same_file(path, output) for path in inputs):
-        _refuse(f"-o {output} is one of the inputs: write elsewhere")
 
 
 def _grade_into(

@@ -9,8 +9,9 @@ from typing import Any, BinaryIO, cast
 
 import click
 
-from judge.cli._common import EXIT_UNREADABLE, refuse_over_inputs, require_files
+from judge.cli._common import EXIT_UNREADABLE, require_files
 from judge.cli._matching import trace_reading, trace_reading_options
+from judge.cli._paths import refuse_overlaps
 from judge.traces import FORMATS, Imported
 from judge.traces._documents import Reading
 from judge.traces._ids import UniqueIds
@@ -41,7 +42,7 @@ def import_command(fmt: str, files: tuple[str, ...], output: str | None, per: st
     (runs as JSON lines), `inspect` (Inspect AI logs, .eval or .json), `openai` (proxy logs: one
     {"request", "response"} object per line)."""
     require_files(files)
-    refuse_over_inputs("import", files, [("-o", output)])
+    refuse_overlaps()
     from judge.cases._json import dumps
     from judge.cases._parquet import output_sink
 

@@ -6,7 +6,8 @@ their own (every command is given `--tools tools.json`), a GitHub Actions workfl
 hand-labelled calibration stub and a README (what they hold: `_starter`). With `--from-mcp`
 the tools are an MCP server's `tools/list`, and the cases are outlines, one per tool, that
 every command reports as unfinished until they are filled in: cases about tools one does not
-know would show nothing true. Nothing that exists is written over without `--force`.
+know would show nothing true. Nothing that exists is written over without `--force`, not even
+a file made while the MCP server was asked.
 """
 
 from __future__ import annotations
@@ -19,19 +20,21 @@ import click
 
 from judge.cases._files import write_atomically
 from judge.cli._common import refuser
-from judge.cli._matching import seconds_option
+from judge.cli._matching import mcp_env_option, seconds_option
 from judge.cli._starter import SAMPLE_TOOLS, StarterFile, starter_files
 
 _refuse = refuser("judge init")
 
 
-def mcp_tools(command: str, timeout: float, start_timeout: float = 60.0) -> list[dict[str, Any]]:
-    """The tools of the stdio MCP server `command`, in OpenAI form (ValueError when it cannot
-    be started or lists none)."""
+def mcp_tools(
+    command: str, timeout: float, start_timeout: float = 60.0, env: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """The tools of the stdio MCP server `command` (`env` its `KEY=VALUE` settings), in
+    OpenAI form (ValueError when it cannot be started, is refused or lists none)."""
     from judge.checks._mcp import McpServer, McpStartError
 
     server = McpServer.of(
-        command, None, None, timeout, option="--from-mcp", start_timeout=start_timeout
+        command, None, None, timeout, option="--from-mcp", start_timeout=start_timeout, env=env
     )
     try:
         listed = server.listed_tools()
@@ -55,12 +58,14 @@ def mcp_tools(command: str, timeout: float, start_timeout: float = 60.0) -> list
 @seconds_option(
     "--mcp-start-timeout", "Seconds the MCP server may take to start and answer initialize."
 )
+@mcp_env_option("--from-mcp")
 @click.option("--force", is_flag=True, help="Replace the starter's files where they exist.")
 def init_command(
     directory: str,
     from_mcp: str | None,
     mcp_timeout: float,
     mcp_start_timeout: float,
+    mcp_env: tuple[str, ...],
     force: bool,
 ) -> None:
     """Write a starter to DIR (default: here, made if missing): tools.json, five
@@ -75,18 +80,53 @@ def init_command(
     tools = list(SAMPLE_TOOLS)
     if from_mcp is not None:
         try:
-            tools = mcp_tools(from_mcp, mcp_timeout, mcp_start_timeout)
+            tools = mcp_tools(from_mcp, mcp_timeout, mcp_start_timeout, mcp_env)
         except ValueError as exc:
             _refuse(str(exc))
     files = starter_files(tools, from_mcp)
+    _write_all(directory, files, force)
+    _say_done(directory, files, from_mcp)
+
+
+def _write_all(directory: str, files: list[StarterFile], force: bool) -> None:
+    """Write the starter; without `force`, a file that appeared since the command started
+    (while the MCP server was asked) is kept, and what this run wrote is taken back."""
+    made: list[Path] = []
     try:
         for file in files:
             target = Path(directory, file.path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(target, file.text.encode())
+            if force:
+                write_atomically(target, file.text.encode())
+                continue
+            try:
+                write_new(target, file.text.encode())
+            except FileExistsError:
+                for path in made:
+                    path.unlink(missing_ok=True)
+                _refuse(f"{target} exists now (made since judge init started): nothing "
+                        "written (--force replaces)")  # fmt: skip
+            made.append(target)
     except OSError as exc:  # the files written before it stay: --force writes them again
         _refuse(f"cannot write {exc.filename or directory}: {exc.strerror or exc}")
-    _say_done(directory, files, from_mcp)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Write `path` whole, never over anything there (FileExistsError, even a link): a
+    temporary file beside it, then a hard link to its name, which fails where it is taken."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "xb") as handle:
+            handle.write(data)
+        try:
+            os.link(partial, path)
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: created exclusively instead
+            with open(path, "xb") as handle:
+                handle.write(data)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _say_done(directory: str, files: list[StarterFile], source: str | None) -> None:

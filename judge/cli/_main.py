@@ -32,7 +32,6 @@ from judge.cli._common import (
     refuser,
     report_skipped,
     require_files,
-    same_file,
     shared_tools,
     stack_options,
     tools_option,
@@ -40,6 +39,7 @@ from judge.cli._common import (
 from judge.cli._jobs import STDIN, InProcess, WorkerFailed, Workers, default_jobs
 from judge.cli._matching import from_traces_option, trajectory_from, trajectory_options
 from judge.cli._outputs import RunReport, gate, refuse_on_ray, report_options
+from judge.cli._paths import refuse_overlaps
 
 if TYPE_CHECKING:
     from judge.cases._shared_tools import SharedTools
@@ -174,6 +174,7 @@ def check_command(
     calls, the right tools, the expected argument values; with --match, the whole trajectory;
     with --env, the final state."""
     require_files(cases)
+    refuse_overlaps()
     recipe = dict(trajectory)  # for worker processes, which load the options themselves
     try:
         settings, factory = trajectory_from(trajectory)
@@ -184,8 +185,6 @@ def check_command(
     shared = shared_tools(tools_file, "check")
     summary = Summary()
     to_stdout = output in (None, "-")
-    if output is not None and output != "-" and any(same_file(p, output) for p in cases):
-        _refuse(f"-o {output} is one of the inputs: write elsewhere")
     try:
         report = RunReport("check", summary_format, junit, cases,
                            sys.stderr if to_stdout else sys.stdout)  # fmt: skip

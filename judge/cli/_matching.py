@@ -57,9 +57,11 @@ trace_reading_options = stack_options(
         metavar="SIZE",
         expose_value=False,
         callback=lambda ctx, param, value: _keep(ctx, param, parse_size(ctx, param, value)),
-        help="Trace files: the bytes one compressed member (an Inspect .eval sample) may "
-        "unpack to (256M; judge serve: --max-request-bytes); a larger one is skipped with "
-        "the reason.",
+        help="Trace files: the bytes the compressed members of one log (Inspect .eval "
+        "samples) may unpack to in all (256M; judge serve: --max-request-bytes); a member "
+        "past it is skipped with the reason, and the members after it. What one record may "
+        "take parsed (64 bytes a JSON value) is bounded by it too: 4 times SIZE an Inspect "
+        "member, 16 times SIZE a record of another trace file.",
     ),
 )
 
@@ -119,7 +121,8 @@ _matching_options = (
         metavar="TOOL=SPEC",
         help="Per-tool argument matching: TOOL=MODE, TOOL=PATH,PATH (only these "
         "arguments; names or JSON pointers) or TOOL=module:function (a predicate "
-        "f(candidate_args, reference_args)). Repeatable.",
+        "f(candidate_args, reference_args) returning True or False; any other answer fails "
+        "the call). Repeatable.",
     ),
     click.option(
         "--ignore-tool",
@@ -159,6 +162,17 @@ def seconds_option(name: str, help: str, default: float = 60.0) -> Callable[...,
     )
 
 
+def mcp_env_option(server: str) -> Callable[..., Any]:
+    """`--mcp-env KEY=VALUE` (repeatable), for the server that option `server` starts."""
+    return click.option(
+        "--mcp-env",
+        metavar="KEY=VALUE",
+        multiple=True,
+        help=f"A variable set for the {server} server over the environment it inherits "
+        "(judge's, as the shell command would have it); repeatable.",
+    )
+
+
 _mcp_options = (
     click.option(
         "--mcp",
@@ -167,6 +181,7 @@ _mcp_options = (
         help="An MCP server as the environment, in place of --env: this command started over "
         "stdio, a fresh process for every environment (so runs never share state).",
     ),
+    mcp_env_option("--mcp"),
     click.option(
         "--mcp-url",
         metavar="URL",
@@ -308,14 +323,16 @@ def mcp_server(options: dict[str, Any], *, agent_runs: bool = False) -> Any:
             "for each side, --mcp COMMAND"
         )
     state, timeout = options.pop("mcp_state", None), options.pop("mcp_timeout", 60.0)
-    start_timeout = options.pop("mcp_start_timeout", 60.0)
+    start_timeout, env = options.pop("mcp_start_timeout", 60.0), options.pop("mcp_env", ())
     if command is None and url is None:
         if state is not None:
             raise ValueError("--mcp-state reads a server's resource: add --mcp or --mcp-url")
+        if env:
+            raise ValueError("--mcp-env sets the environment of a server: add --mcp COMMAND")
         return None
     from judge.checks._mcp import McpServer, McpStartError
 
-    server = McpServer.of(command, url, state, timeout, start_timeout=start_timeout)
+    server = McpServer.of(command, url, state, timeout, start_timeout=start_timeout, env=env)
     try:
         server.listed_tools()  # started once now: a server that cannot start stops the command
     except McpStartError as exc:

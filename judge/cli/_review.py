@@ -9,12 +9,13 @@ import click
 from judge._errors import InputError, JudgeError
 from judge.calibrate._labels import user_name
 from judge.cli._common import (
-    refuse_over_inputs,
     refuser,
     stack_options,
     strict_interval_option,
 )
 from judge.cli._judge_options import judge_options, make_judge
+from judge.cli._paths import refuse_overlaps
+from judge.cli._service import allow_host_option
 
 if TYPE_CHECKING:
     from judge.calibrate._review import Review
@@ -65,6 +66,7 @@ _review_options = stack_options(
         default=user_name,
         help="The name kept with each label (default: your user name; the page can set its own).",
     ),
+    allow_host_option,
     click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser."),
     click.option(
         "--log-level",
@@ -91,6 +93,7 @@ def review_command(
     reviewer: str | None,
     open_browser: bool,
     log_level: str,
+    allow_hosts: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Serve a review app for SAMPLE: one case at a time as the judge saw it, labelled with
@@ -105,7 +108,7 @@ def review_command(
 
     token = service_token()
     _refuse_unsafe(sample, host, token)
-    refuse_over_inputs("review", [sample, results], [("--record", record)])
+    refuse_overlaps()
     review, cases = _read_review(
         sample,
         results,
@@ -126,7 +129,7 @@ def review_command(
         + (f"#token=<{TOKEN_ENV}>" if token else ""),
         err=True,
     )
-    app = create_review_app(review, token=token)
+    app = create_review_app(review, token=token, hosts=allow_hosts)
     if open_browser:
         import threading
         import webbrowser
@@ -142,7 +145,7 @@ def _refuse_unsafe(sample: str, host: str, token: str | None) -> None:
 
     if sample.lower().endswith(".parquet"):
         _refuse("labels are written into the sample line by line: give it as JSON Lines")
-    if (why := token_refusal(host, token, required=True)) is not None:
+    if (why := token_refusal(host, token)) is not None:
         if token is None:
             why += " so that only those who hold it can read and label the sample"
         _refuse(why)

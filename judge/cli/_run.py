@@ -16,7 +16,6 @@ from judge.cli._batch import Batching, batch_options, cost_lines, progress_print
 from judge.cli._common import (
     EXIT_UNREADABLE,
     fresh_option,
-    refuse_over_inputs,
     refuser,
     require_files,
     shared_tools,
@@ -26,6 +25,7 @@ from judge.cli._common import (
 from judge.cli._matching import (
     agent_trajectory_options,
 )
+from judge.cli._paths import refuse_overlaps
 from judge.cli._runs import (
     JUDGE_CHOICE,
     REPORT_OPTIONS,
@@ -193,7 +193,7 @@ def run_command(
     candidate's calls are executed in a fresh environment and answered, until it answers in
     text or --max-steps is reached; the whole transcript is graded."""
     require_files((cases,))
-    refuse_over_inputs("run", [cases], [("-o", output)])
+    refuse_overlaps()
     batching = Batching.take(judging)
     env_spec = judging["env"]  # before the trajectory options are taken out of `judging`
     match, factory = trajectory_or_exit(judging, "run", agent_runs=True)
@@ -374,6 +374,8 @@ def _loop(
             "mcp_timeout": factory.timeout,
             "mcp_start_timeout": factory.start_timeout,
         }
+        if factory.env:  # the names only: a value may be a key
+            described["mcp_env"] = sorted(factory.env)
     return AgentLoop(env=factory, agent=loaded, max_steps=max_steps, described=described)
 
 

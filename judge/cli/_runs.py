@@ -23,9 +23,7 @@ from judge.cli._common import (
     EXIT_UNREADABLE,
     fresh_option,
     progress_bar,
-    refuse_over_inputs,
     require_files,
-    same_file,
     shared_tools,
     stack_options,
     tools_option,
@@ -35,6 +33,7 @@ from judge.cli._matching import (
     regrade_trajectory_options,
     trajectory_from,
 )
+from judge.cli._paths import one_file, refuse_overlaps
 from judge.endpoints._candidates import CandidateEndpointError
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
@@ -106,7 +105,7 @@ def compare_command(
     """Compare the models of a runs file (from `judge run`): pass rates with 95% intervals,
     the breakdown, pass^k / pass@k, spend, latency and paired differences."""
     require_files((runs_file,))
-    refuse_over_inputs("compare", [runs_file], [("--html", html)])
+    refuse_overlaps()
     records = read_records(runs_file, "compare")
     report_runs(records, report_format, html, sys.stdout, Gate("compare", fail_if_worse, metric))
 
@@ -150,8 +149,7 @@ def regrade_command(
     """Grade the stored responses of RUNS again against CASES (after fixing an expected call,
     or with --judge), without asking any candidate again."""
     require_files((runs_file, cases))
-    refuse_over_inputs("regrade", [cases], [("-o", output), ("--html", html)])
-    refuse_over_inputs("regrade", [runs_file], [("--html", html)])
+    refuse_overlaps()
     shared = shared_tools(tools_file, "regrade")
     loaded = {case.id: case for case in load_run_cases(cases, "regrade", shared)}
     records = read_records(runs_file, "regrade")
@@ -204,7 +202,7 @@ def _resumed(
     """The records of an existing -o an earlier regrade wrote that need no grading again
     (`regraded`), said on standard error; none without -o, with --fresh, or when -o is RUNS
     (rewritten in place: every record graded again). Exit 2 when -o is not a runs file."""
-    if output is None or fresh or not os.path.exists(output) or same_file(output, runs_file):
+    if output is None or fresh or not os.path.exists(output) or one_file(output, runs_file):
         return {}
     try:
         earlier = read_runs(output)

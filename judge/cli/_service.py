@@ -25,9 +25,23 @@ from judge.cli._matching import (
 )
 from judge.service._schema import SCHEMA_NAMES, SchemaName, json_schema
 
+allow_host_option = click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Without JUDGE_SERVICE_TOKEN, answer requests addressed to NAME too (a name a proxy "
+    "forwards as Host); loopback names always are. Repeat for more.",
+)
+
 
 @click.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; any but loopback needs JUDGE_SERVICE_TOKEN.",
+)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @judge_options
 @calibration_options
@@ -51,6 +65,7 @@ from judge.service._schema import SCHEMA_NAMES, SchemaName, json_schema
 @trajectory_options
 @tools_option
 @from_traces_option
+@allow_host_option
 @click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
@@ -68,20 +83,20 @@ def serve_command(
     log_level: str,
     from_format: str | None,
     tools_file: str | None,
+    allow_hosts: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Serve POST /v1/check and /v1/grade (JSON array or NDJSON of cases; results as the CLI
     writes them), GET /v1/rubrics, /healthz and the OpenAPI docs at /docs.
 
-    Set JUDGE_SERVICE_TOKEN to require `Authorization: Bearer <token>` (not on /healthz)."""
+    Set JUDGE_SERVICE_TOKEN to require `Authorization: Bearer <token>` (not on /healthz);
+    without it, only loopback addresses are served, and only requests addressed to a loopback
+    name (or --allow-host) are answered."""
     import uvicorn
 
     from judge.service._app import create_app
-    from judge.service._token import service_token, token_refusal
 
-    if (why := token_refusal(host, service_token(), required=False)) is not None:
-        click.echo(f"judge serve: {why}", err=True)
-        sys.exit(EXIT_UNREADABLE)
+    token = _token_for(host)
     tools = shared_tools(tools_file, "serve")
     judge = judge_for("serve", options, calibration=calibration, strict=strict, force=force)
     app = create_app(
@@ -91,8 +106,24 @@ def serve_command(
         env=judge.env,
         traces=from_format,
         tools=tools,
+        token=token,
+        hosts=allow_hosts,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _token_for(host: str) -> str | None:
+    """`JUDGE_SERVICE_TOKEN`; exit 2 where `host` is beyond loopback and the token is missing
+    or short (as `judge review` refuses)."""
+    from judge.service._token import service_token, token_refusal
+
+    token = service_token()
+    if (why := token_refusal(host, token)) is not None:
+        if token is None:
+            why += " so that only those who hold it can check and grade on it"
+        click.echo(f"judge serve: {why}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    return token
 
 
 def _limits(max_request_bytes: int, max_cases: int) -> Any:

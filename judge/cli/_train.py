@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 from judge._errors import InputError, JudgeError
-from judge.cli._common import progress_bar, refuser, same_file, stack_options
+from judge.cli._common import progress_bar, refuser, stack_options
+from judge.cli._paths import refuse_overlaps
 
 if TYPE_CHECKING:
     from judge.calibrate._probe_data import Source
@@ -75,7 +76,8 @@ def train_command(
     `judge grade --probe FILE`."""
     from judge.calibrate._probe_data import labelled as has_labels
 
-    _refuse_outputs(labelled, output, report_path)
+    refuse_overlaps()
+    _refuse_unwritable(output, report_path)
     sources = _read_sources(labelled, strict)
     if not any(has_labels(c) for s in sources for c in s.cases):
         _refuse("no case has a label to learn from")
@@ -90,14 +92,8 @@ def train_command(
     click.echo(f"probe -> {output} (sha256 {probe.sha256[:16]}..., {len(probe.heads)} heads)")
 
 
-def _refuse_outputs(labelled: tuple[str, ...], output: str, report_path: str | None) -> None:
-    """Exit 2, before the long work, when an output is an input, both outputs are one file,
-    or an output's folder cannot be written."""
-    for path in (output, report_path):
-        if path and any(same_file(source, path) for source in labelled):
-            _refuse(f"{path} is an input: refusing to write over it")
-    if report_path and os.path.abspath(report_path) == os.path.abspath(output):
-        _refuse("--report and -o name the same file")
+def _refuse_unwritable(output: str, report_path: str | None) -> None:
+    """Exit 2, before the long work, when an output's folder cannot be written."""
     for path in (output, report_path):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
         if folder and not os.access(folder, os.W_OK):

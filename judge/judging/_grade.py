@@ -277,7 +277,8 @@ class Judge:
         runner's agent run is checked against the state it ended in), then judge it. The
         result carries the case's content hash (what resuming compares)."""
         checked = (
-            self.check(case)
+            # CPU work, off the event loop; a thread each, so that a slow case holds no other
+            await asyncio.to_thread(self.check, case)
             if checked is None
             else checked.model_copy(update={"ungrounded_values": ungrounded_values(case, checked)})
         )

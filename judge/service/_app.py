@@ -6,12 +6,12 @@
     GET  /v1/rubrics            the judge's rubrics and fingerprint
     GET  /healthz               liveness (never behind the token)
 
-With a token (`JUDGE_SERVICE_TOKEN`), every other request needs `Authorization: Bearer <token>`.
+With a token (`JUDGE_SERVICE_TOKEN`), every other request needs `Authorization: Bearer <token>`;
+without one, only requests addressed to a loopback name (or an allowed host) are answered.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -22,9 +22,9 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Send
 
 from judge._errors import CaseError
 from judge.cases._case import Case
@@ -39,8 +39,8 @@ from judge.checks._structure import SchemaCache
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.service._body import NDJSON, Batch, Limits, read_batch
+from judge.service._guard import guard
 from judge.service._openapi import NO_JUDGE_RESPONSE, openapi_body
-from judge.service._origin import SameOriginWrites
 from judge.service._schema import SchemaName, json_schema
 from judge.service._token import TOKEN_ENV, service_token
 
@@ -59,16 +59,18 @@ def create_app(
     env: EnvironmentFactory | None = None,
     traces: str | None = None,
     tools: Any = None,
+    hosts: Iterable[str] = (),
 ) -> FastAPI:
     """The service. `judge` grades `/v1/grade` (none: that endpoint answers 503); it is
     entered once when the app starts and closed when it stops. `token` (default: the
     `JUDGE_SERVICE_TOKEN` environment variable), stripped of surrounding whitespace, turns
-    bearer auth on. `match` and `env`
-    set how `/v1/check` grades trajectories, as `judge check --match/--env` (a judge has its
-    own). `traces` (a `judge import` format: `otel`, `langsmith`, `inspect`, `openai`) makes
-    request bodies trace data, converted to cases as `judge import` converts them. `tools` (in
-    any form a case's `tools` takes, or `SharedTools`) are offered to every case of a request
-    that has none of its own, as `judge check --tools`."""
+    bearer auth on; without one, only requests addressed to a loopback name or to one of
+    `hosts` are answered (421 otherwise). `match` and `env` set how `/v1/check` grades
+    trajectories, as `judge check --match/--env` (a judge has its own). `traces` (a `judge
+    import` format: `otel`, `langsmith`, `inspect`, `openai`) makes request bodies trace data,
+    converted to cases as `judge import` converts them. `tools` (in any form a case's `tools`
+    takes, or `SharedTools`) are offered to every case of a request that has none of its own,
+    as `judge check --tools`."""
     token = service_token(token)
     shared = None if tools is None else SharedTools.of(tools)
     service = _Service(judge, limits or Limits(), match, env, traces, shared)
@@ -78,9 +80,7 @@ def create_app(
         summary="Grade the tool calls of LLM agents.",
         lifespan=_lifespan(judge),
     )
-    if token:
-        app.add_middleware(BearerAuth, token=token)
-    app.add_middleware(SameOriginWrites)  # a page elsewhere cannot make it grade or check
+    guard(app, token, hosts=hosts, open_paths=OPEN_PATHS)  # no page elsewhere checks or grades
     _add_service_routes(app, judge)
     _add_grading_routes(app, service)
     _publish_schemas(app, guarded=bool(token))
@@ -192,20 +192,18 @@ def _add_grading_routes(app: FastAPI, service: _Service) -> None:
         if judge is None:
             raise HTTPException(503, _NO_JUDGE)
         batch = await read_batch(request, limits, source, traces)
-        if batch.ndjson:
-            return _GradeStream(judge.iter_grade(service.items(batch)))
         warned: list[str] = []
-        # Reading the cases is CPU work: off the event loop.
-        items = await run_in_threadpool(lambda: list(service.items(batch, warned.append)))
+        warn = None if batch.ndjson else warned.append  # (an NDJSON reply has no place for them)
+        # Reading the cases is CPU work, as are their checks: neither holds the event loop.
+        items = await run_in_threadpool(lambda: list(service.items(batch, warn)))
+        if batch.ndjson:
+            return _GradeStream(judge.iter_grade(items))
         try:
             results = await judge.grade(items)
         except JudgeEndpointError as exc:
             raise HTTPException(502, f"the judge endpoint refused: {exc}") from None
-        return Response(
-            _results_body(results, warned, batch.source),
-            media_type="application/json",
-            headers=_skipped(batch),
-        )
+        body = await run_in_threadpool(_results_body, results, warned, batch.source)
+        return Response(body, media_type="application/json", headers=_skipped(batch))
 
 
 def _skipped(batch: Batch) -> dict[str, str]:
@@ -215,39 +213,6 @@ def _skipped(batch: Batch) -> dict[str, str]:
         return {}
     first = batch.skipped[0].encode("ascii", "replace").decode()[:300]
     return {"X-Judge-Skipped-Records": str(len(batch.skipped)), "X-Judge-Skipped-First": first}
-
-
-class BearerAuth:
-    """Refuses every request but `OPEN_PATHS` (or, with `guarded_prefix`, every request
-    under it) without `Authorization: Bearer <token>`; the token is compared in constant
-    time."""
-
-    def __init__(self, app: ASGIApp, token: str, guarded_prefix: str | None = None) -> None:
-        self.app = app
-        self.token = token.encode()
-        self.guarded_prefix = guarded_prefix
-
-    def _open(self, path: str) -> bool:
-        if self.guarded_prefix is not None:
-            return not path.startswith(self.guarded_prefix)
-        return path in OPEN_PATHS
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._open(scope["path"]):
-            await self.app(scope, receive, send)
-            return
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, given = header.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
-            await self.app(scope, receive, send)
-            return
-        detail = "wrong bearer token" if header else "missing bearer token"
-        response = JSONResponse(
-            {"detail": f"{detail}: send Authorization: Bearer <{TOKEN_ENV}>"},
-            status_code=401,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-        await response(scope, receive, send)
 
 
 class _GradeStream(StreamingResponse):

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from judge._errors import CaseError
 from judge.cases._case import Case
-from judge.cases._json import DecodeError, json_kind, loads
+from judge.cases._json import DecodeError, TooDeep, array_items, json_kind, loads
 from judge.cases._loading import Warn, iter_stream, parse_case
 from judge.traces._documents import EncodingErrors, Reading
 
@@ -49,7 +49,7 @@ class Limits:
 @dataclass(frozen=True)
 class Batch:
     """The cases of one request, parsed lazily (`items()`): NDJSON `body` lines, or the items
-    of a decoded JSON `array`."""
+    of a decoded JSON `array` (a `CaseError` in the place of one nested too deeply)."""
 
     source: str
     body: bytes = b""
@@ -71,6 +71,9 @@ class Batch:
             yield from iter_stream(io.BytesIO(self.body), self.source, warn=warn)
             return
         for position, data in enumerate(self.array, start=1):
+            if isinstance(data, CaseError):  # (`_json_body`)
+                yield data
+                continue
             try:
                 yield parse_case(data, source=self.source, line=position, warn=warn)
             except CaseError as exc:
@@ -122,9 +125,9 @@ async def read_batch(
         return Batch(source=source, body=body)
     try:
         if len(body) > _PARSE_OFF_LOOP:
-            data = await run_in_threadpool(loads, body)
+            data = await run_in_threadpool(_json_body, body, source)
         else:
-            data = loads(body)
+            data = _json_body(body, source)
     except DecodeError as exc:
         raise HTTPException(
             400,
@@ -139,6 +142,27 @@ async def read_batch(
         )
     _check_count(len(data), limits)
     return Batch(source=source, array=data)
+
+
+def _json_body(body: bytes, source: str) -> Any:
+    """The decoded body. An array that holds a case nested past what `loads` follows holds, in
+    that case's place, the `CaseError` such an NDJSON line gets: the other cases are read."""
+    try:
+        return loads(body)
+    except TooDeep:
+        items = array_items(body)
+        if items is None:
+            raise
+    return [_element(text, source, line) for line, text in enumerate(items, start=1)]
+
+
+def _element(text: bytes, source: str, line: int) -> Any:
+    try:
+        return loads(text)
+    except TooDeep as exc:
+        return CaseError(f"not valid JSON: {exc}", source=source, line=line)
+    except DecodeError as exc:  # the body is not JSON: refused, saying where
+        raise DecodeError(f"case {line} of the array: {exc}") from None
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

@@ -12,14 +12,16 @@
     POST /api/calibration        write the calibration record from the labels so far
 
 With a token (`JUDGE_SERVICE_TOKEN`), `/api/*` needs `Authorization: Bearer <token>`; the page
-itself holds no data and is open. Without one, only loopback host names are answered (a
-page elsewhere cannot reach the app through a DNS name that points at 127.0.0.1).
+itself holds no data and is open. Without one, only loopback host names (and allowed hosts)
+are answered (a page elsewhere cannot reach the app through a DNS name that points at
+127.0.0.1): the service's rule, `judge.service._guard`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
@@ -29,14 +31,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge._errors import CaseError, InputError
 from judge.calibrate._review import RecordRefused, Review
 from judge.cases._json import pointer
-from judge.service._app import BearerAuth
-from judge.service._origin import SameOriginWrites
-from judge.service._token import TOKEN_ENV, is_loopback
+from judge.service._guard import guard
 
 STATIC = Path(__file__).parent / "review"
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -54,9 +53,11 @@ class LabelBody(BaseModel):
     note: str | None = Field(default=None, max_length=10_000)
 
 
-def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
+def create_review_app(
+    review: Review, *, token: str | None = None, hosts: Iterable[str] = ()
+) -> FastAPI:
     """The review app over `review`. `token` guards the API; without one, only requests
-    addressed to a loopback name are answered."""
+    addressed to a loopback name or to one of `hosts` are answered."""
     app = FastAPI(
         title="judge review",
         version=version("tool-call-judge"),
@@ -64,11 +65,7 @@ def create_review_app(review: Review, *, token: str | None = None) -> FastAPI:
         docs_url="/api/docs",
         openapi_url="/api/openapi.json",
     )
-    if token:
-        app.add_middleware(BearerAuth, token=token, guarded_prefix="/api/")
-    else:
-        app.add_middleware(LoopbackOnly)
-    app.add_middleware(SameOriginWrites)  # no page elsewhere labels, or writes the record
+    guard(app, token, hosts=hosts, guarded_prefix="/api/")  # no page elsewhere labels
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     _add_page_routes(app)
     _add_case_routes(app, review)
@@ -205,30 +202,3 @@ def _lone(char: str) -> bool:
 def _safe(text: str) -> str:
     """`text` with what UTF-8 cannot hold (a lone surrogate in a key) escaped."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-class LoopbackOnly:
-    """Answers only requests whose Host is a loopback name (421 otherwise)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not is_loopback(
-            _host(dict(scope["headers"]).get(b"host", b""))
-        ):
-            response = JSONResponse(
-                {"detail": f"only loopback names are answered; set {TOKEN_ENV} to serve others"},
-                status_code=421,
-            )
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
-def _host(header: bytes) -> str:
-    """The host name of a Host header, without its port (`[::1]:8100` -> `::1`)."""
-    text = header.decode("latin-1").strip().lower()
-    if text.startswith("["):
-        return text[1 : text.find("]")] if "]" in text else text
-    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text

@@ -1,6 +1,6 @@
 """The service's bearer token, as read from the environment, and the addresses it must guard:
 surrounding whitespace is never part of it (a token written with `echo` ends in a newline), and
-off loopback a short one is refused, with the reason."""
+off loopback none, or a short one, is refused, with the reason."""
 
 from __future__ import annotations
 
@@ -19,14 +19,12 @@ def service_token(given: str | None = None) -> str | None:
     return (raw.strip() or None) if raw is not None else None
 
 
-def token_refusal(host: str, token: str | None, *, required: bool) -> str | None:
-    """Why serving on `host` with `token` is refused (None: it is not): beyond loopback, a token
-    shorter than `MIN_TOKEN_CHARS`, or none where `required`."""
+def token_refusal(host: str, token: str | None) -> str | None:
+    """Why serving on `host` with `token` is refused (None: it is not): beyond loopback, no
+    token, or one shorter than `MIN_TOKEN_CHARS`."""
     if is_loopback(host):
         return None
     if token is None:
-        if not required:
-            return None
         return f"{host} is not a loopback address: set {TOKEN_ENV}"
     if len(token) < MIN_TOKEN_CHARS:
         return (

@@ -103,11 +103,13 @@ def _opened(path: str) -> ContextManager[BinaryIO]:
 
 
 def _read(fmt: Format, handle: BinaryIO, path: str, found: Imported) -> Iterator[LLMCall]:
-    if fmt == "inspect":  # a zip, read whole
-        yield from inspect_calls(handle.read(), path, found.problems, found.reading)
+    reading = found.reading
+    if fmt == "inspect":  # a zip, its members read one at a time
+        yield from inspect_calls(handle, path, found.problems, reading)
         return
     said, records = len(found.problems), 0
-    for line, document in iter_documents(handle, path, found.problems, found.reading.errors):
+    documents = iter_documents(handle, path, found.problems, reading.errors, reading.max_record)
+    for line, document in documents:
         records += 1
         yield from _calls_of(fmt, document, f"{path}:{line}", found)
     if not records and len(found.problems) == said:  # an empty file is not "0 cases, fine"
