@@ -93,9 +93,12 @@ _LAZY = {
     "json_schema": "judge.service._schema",
     "create_app": "judge.service._app",
     "Limits": "judge.service._body",
+    "Estimate": "judge.calibrate._estimate",
+    "estimate": "judge.calibrate._estimate",
 }
 
 if TYPE_CHECKING:
+    from judge.calibrate._estimate import Estimate, estimate
     from judge.cases._calls import Response, ToolCall
     from judge.cases._case import Case, ExpectedCall, Labels, Tool
     from judge.cases._loading import LoadedCases, iter_cases, load_cases
@@ -139,6 +142,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Agreement",
     "Environment",
+    "Estimate",
     "Match",
     "RepeatStats",
     "StateDiff",
@@ -184,6 +188,7 @@ __all__ = [
     "UnknownFieldWarning",
     "Usage",
     "check",
+    "estimate",
     "pass_at_k",
     "pass_hat_k",
     "repeat_stats",

@@ -102,6 +102,8 @@ PUBLIC_NAMES = (
     "read_runs",
     "repeat_stats",
     "replay",
+    "Estimate",  # added with `judge estimate`
+    "estimate",
 )
 
 

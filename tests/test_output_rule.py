@@ -116,6 +116,8 @@ SETUPS = {
     "review": Setup(("review", "{sample}", "--results", "{results}", "--probe", "{probe}"),
                     (("sample", "sample"), ("results", "results"), ("probe", "probe"))),
     "import": Setup(("import", "otel", "{trace}"), (("files", "trace"),)),
+    "estimate": Setup(("estimate", "{results}", "--labels", "{sample}"),
+                      (("graded", "results"), ("labels", "sample"))),
 }  # fmt: skip
 VARIANTS = ("same-path", "spelled-otherwise", "symlink", "hard-link")
 

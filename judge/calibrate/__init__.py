@@ -8,7 +8,8 @@
 - `_review`: what the review app shows: the queue (`_review_queue`), the case
   (`_review_case`), agreement, the record (`_review_record`);
 - `_probe_data`, `_probe_fit`, `_probe_train`: `judge local train`'s probe;
-- `_report`: the HTML report.
+- `_report`: the HTML report;
+- `_ppi`: rates from labels and the judge's verdicts (PPI++), `_estimate` per dimension.
 
 Imports `judging` and the layers below it.
 """

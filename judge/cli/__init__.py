@@ -6,7 +6,8 @@
 - `_matching`: the trajectory match options;
 - `_judge_options`: the options that fix a judge, and the calibration gate;
 - `_jobs`: `judge check --jobs N`, the worker processes;
-- `_grade`, `_data`, `_run`, `_service`, `_rubric`, `_local`, `_train`, `_review`, `_init`:
+- `_grade`, `_data`, `_run`, `_service`, `_rubric`, `_local`, `_train`, `_review`, `_init`,
+  `_estimate`:
   the other commands, each imported when it runs (`_starter`: what `judge init` writes).
 
 The top layer: may import every other.

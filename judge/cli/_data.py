@@ -275,6 +275,13 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
     is_flag=True,
     help="Draw only from the cases the judge abstained on (needs --results): review first.",
 )
+@click.option(
+    "--for-estimate",
+    type=click.IntRange(min=1),
+    help="Draw this many cases to label for `judge estimate` (not stratified), recording each "
+    "one's inclusion probability: uniformly, or --active.",
+)
+@click.option("--active", is_flag=True, help="--for-estimate: favour what the judge is unsure of.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def sample_command(
     cases: str,
@@ -283,16 +290,28 @@ def sample_command(
     seed: int,
     results: str | None,
     uncertain: bool,
+    for_estimate: int | None,
+    active: bool,
     output: str,
 ) -> None:
     """Draw a stratified, seeded sample of CASES to label by hand (rare strata kept)."""
     from judge.calibrate._sample import draw, judged_states, read_lines
 
-    if uncertain and results is None:
-        click.echo("judge sample: --uncertain needs --results (judge grade output)", err=True)
+    if uncertain and results is None or active and results is None:
+        flag = "--uncertain" if uncertain else "--active"
+        click.echo(f"judge sample: {flag} needs --results (judge grade output)", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    if active and for_estimate is None or uncertain and for_estimate:
+        click.echo("judge sample: --active goes with --for-estimate, --uncertain not", err=True)
         sys.exit(EXIT_UNREADABLE)
     refuse_overlaps()
     try:
+        if for_estimate:
+            from judge.calibrate._for_estimate import sample_for_estimate
+
+            text, note = sample_for_estimate(cases, results if active else None, for_estimate, seed)
+            Path(output).write_bytes(text)
+            return click.echo(f"{note} -> {output}")
         raw, loaded = read_lines(cases)
         judged = judged_states(results) if results else None
         if uncertain and judged is not None:

@@ -65,6 +65,7 @@ _LAZY_COMMANDS = {
     "import": "judge.cli._import",
     "init": "judge.cli._init",
     "review": "judge.cli._review",
+    "estimate": "judge.cli._estimate",
 }
 
 

@@ -181,6 +181,8 @@ def run_command(
     html: str | None,
     fail_if_worse: str | None,
     metric: str,
+    labels: str | None,
+    assume_random: bool,
     price_per_mtok: float | None,
     tools_file: str | None,
     **judging: Any,
@@ -232,7 +234,7 @@ def run_command(
         lines = cost_lines(run.spent[0], price_per_mtok, batching.discount if batching else 0.5)
         click.echo("\n".join(lines), err=True)
     report_runs(records, report_format, html, sys.stdout if output else sys.stderr,
-                Gate("run", fail_if_worse, metric))  # fmt: skip
+                Gate("run", fail_if_worse, metric, labels, assume_random))  # fmt: skip
 
 
 def _refuse_max_steps(loop: AgentLoop | None) -> None:

@@ -34,6 +34,7 @@ from judge.cli._matching import (
     trajectory_from,
 )
 from judge.cli._paths import one_file, refuse_overlaps
+from judge.cli._runs_labels import LABEL_OPTIONS, compared
 from judge.endpoints._candidates import CandidateEndpointError
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
@@ -76,8 +77,10 @@ REPORT_OPTIONS: list[Callable[..., Any]] = [
         type=click.Choice(METRICS),
         default="pass_rate",
         show_default=True,
-        help="What --fail-if-worse compares, per case: the share of passing runs, or the mean F1.",
+        help="What --fail-if-worse compares, per case: the share of passing runs, the mean F1, "
+        "or (with --labels) the prediction-powered pass rate.",
     ),
+    *LABEL_OPTIONS,
 ]
 JUDGE_CHOICE: list[Callable[..., Any]] = [
     click.option("--judge", "use_judge", is_flag=True, help="Grade with the LLM judge too."),
@@ -100,14 +103,21 @@ JUDGE_CHOICE: list[Callable[..., Any]] = [
 @click.argument("runs_file", metavar="RUNS", type=click.Path(dir_okay=False))
 @stack_options(*REPORT_OPTIONS)
 def compare_command(
-    runs_file: str, report_format: str, html: str | None, fail_if_worse: str | None, metric: str
+    runs_file: str,
+    report_format: str,
+    html: str | None,
+    fail_if_worse: str | None,
+    metric: str,
+    labels: str | None,
+    assume_random: bool,
 ) -> None:
     """Compare the models of a runs file (from `judge run`): pass rates with 95% intervals,
     the breakdown, pass^k / pass@k, spend, latency and paired differences."""
     require_files((runs_file,))
     refuse_overlaps()
     records = read_records(runs_file, "compare")
-    report_runs(records, report_format, html, sys.stdout, Gate("compare", fail_if_worse, metric))
+    gate = Gate("compare", fail_if_worse, metric, labels, assume_random)
+    report_runs(records, report_format, html, sys.stdout, gate)
 
 
 @click.command("regrade")
@@ -143,6 +153,8 @@ def regrade_command(
     html: str | None,
     fail_if_worse: str | None,
     metric: str,
+    labels: str | None,
+    assume_random: bool,
     tools_file: str | None,
     **judging: Any,
 ) -> None:
@@ -185,7 +197,8 @@ def regrade_command(
         )
 
     graded = finish_run(closing_judge(go(), judge), "regrade")
-    report_runs(graded, report_format, html, sys.stdout, Gate("regrade", fail_if_worse, metric))
+    gate = Gate("regrade", fail_if_worse, metric, labels, assume_random)
+    report_runs(graded, report_format, html, sys.stdout, gate)
 
 
 COMMANDS = (compare_command, regrade_command)
@@ -381,19 +394,25 @@ def finish_run(work: Coroutine[Any, Any, list[RunRecord]], command: str) -> list
 
 @dataclass(frozen=True)
 class Gate:
-    """`--fail-if-worse BASELINE --metric M` of one command."""
+    """`--fail-if-worse BASELINE --metric M` of one command, and its `--labels`."""
 
     command: str
     baseline: str | None = None
     metric: str = "pass_rate"
+    labels: str | None = None
+    assume_random: bool = False
 
 
 def report_runs(
     records: list[RunRecord], fmt: str, html: str | None, stream: IO[str], gate: Gate | None = None
 ) -> None:
     """Print the comparison (and write its HTML); with a baseline, exit 1 when a model is
-    worse than it for sure (2 when it is not a model of the runs)."""
-    comparison = compare_runs(records)
+    worse than it for sure (2 when it is not a model of the runs, or the labels are refused)."""
+    comparison = (
+        compared(records, gate.command, gate.labels, gate.assume_random)
+        if gate
+        else compare_runs(records)
+    )
     if fmt == "json":
         stream.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
     else:

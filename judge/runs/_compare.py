@@ -12,10 +12,10 @@ narrows an interval as if the repeats were new cases.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,6 +23,10 @@ from judge.runs._failing import FailingCase, Structural, failing_cases, structur
 from judge.runs._intervals import Interval, wilson
 from judge.runs._records import RunRecord
 from judge.runs._repeats import repeat_stats
+
+if TYPE_CHECKING:
+    from judge.cases._case import Case
+    from judge.runs._compare_ppi import PPIComparison
 
 BOOTSTRAP_SAMPLES = 10_000
 BOOTSTRAP_SEED = 20240607
@@ -135,15 +139,18 @@ class Comparison:
     method: dict[str, Any]
     structural_pairs: list[PairedDifference] = field(default_factory=list)
     """Per pair, the share of calls with a structural failure of `a` minus that of `b`."""
+    estimates: PPIComparison | None = None
+    """With hand labels: the prediction-powered pass rates and differences."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found = {
             "models": [m.to_dict() for m in self.models],
             "pairs": [p.to_dict() for p in self.pairs],
             "structural_pairs": [p.to_dict() for p in self.structural_pairs],
             "warnings": self.warnings,
             "method": self.method,
         }
+        return found if self.estimates is None else found | {"ppi": self.estimates.to_dict()}
 
 
 def compare_runs(
@@ -151,7 +158,11 @@ def compare_runs(
     *,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = BOOTSTRAP_SEED,
+    labels: Iterable[Case] | None = None,
+    assume_random: bool = False,
 ) -> Comparison:
+    """The comparison of the models of `records`; with `labels` (see `_compare_ppi`), their
+    prediction-powered pass rates and differences too (InputError: labels it refuses)."""
     by_model: dict[str, list[RunRecord]] = defaultdict(list)
     for record in records:
         by_model[record.model].append(record)
@@ -178,6 +189,13 @@ def compare_runs(
             f"paired intervals from fewer than {FEW_CASES} common cases are unreliable: a "
             "bootstrap cannot see variation that so few cases do not show"
         )
+    estimates = None
+    if labels is not None:
+        from judge.runs._compare_ppi import ppi_comparison
+
+        per_case = {s.model: s.per_case for s in stats}
+        estimates = ppi_comparison(per_case, labels, assume_random=assume_random)
+        warnings += [f"PPI: {w}" for w in estimates.warnings]
     return Comparison(
         models=stats,
         pairs=pairs,
@@ -190,21 +208,25 @@ def compare_runs(
             "structural_interval": "95% Wilson score, n = calls; paired: bootstrap over cases",
         },
         structural_pairs=structural_pairs,
+        estimates=estimates,
     )
 
 
-METRICS = ("pass_rate", "mean_f1")
+METRICS = ("pass_rate", "mean_f1", "ppi_pass_rate")
 
 
 def regressions(comparison: Comparison, baseline: str, metric: str = "pass_rate") -> list[str]:
     """What is worse than `baseline` for sure: each candidate whose paired difference in
-    `metric` (per case: the share of passing runs, or the mean F1) against it has its whole
-    95% interval below 0, said with the figures. `ValueError` when `baseline` is no model."""
+    `metric` (per case: the share of passing runs, or the mean F1; or the prediction-powered
+    pass rate) against it has its whole 95% interval below 0, said with the figures.
+    `ValueError` when `baseline` is no model, or `ppi_pass_rate` without labels."""
     by_name = {m.model: m for m in comparison.models}
     if baseline not in by_name:
         raise ValueError(
             f"--fail-if-worse {baseline}: not a model of these runs ({', '.join(by_name)})"
         )
+    if metric == "ppi_pass_rate":
+        return _ppi_regressions(comparison, baseline)
     worse = []
     for model in comparison.models:
         if model.model == baseline:
@@ -215,6 +237,24 @@ def regressions(comparison: Comparison, baseline: str, metric: str = "pass_rate"
             worse.append(
                 f"{model.model} is worse than {baseline} in {metric}: {d.value:+.3f} "
                 f"[{d.low:+.3f}, {d.high:+.3f}] over {pair.cases} common cases"
+            )
+    return worse
+
+
+def _ppi_regressions(comparison: Comparison, baseline: str) -> list[str]:
+    if comparison.estimates is None:
+        raise ValueError("--metric ppi_pass_rate needs hand labels (--labels)")
+    worse = []
+    for found in comparison.estimates.pairs:
+        if baseline not in (found.a, found.b):
+            continue
+        pair = found if found.b == baseline else found.reversed()
+        d = pair.difference
+        if d is not None and d.high < 0:
+            worse.append(
+                f"{pair.a} is worse than {baseline} in ppi_pass_rate: {d.value:+.3f} "
+                f"[{d.low:+.3f}, {d.high:+.3f}] over {pair.cases} common cases, "
+                f"{pair.labelled} labelled for both"
             )
     return worse
 

@@ -11,6 +11,7 @@ from judge.calibrate._report import STYLE, plot_png
 from judge.runs._compare import Comparison
 from judge.runs._intervals import Interval
 from judge.runs._report_cases import failures_html, pairs_table, print_failures
+from judge.runs._report_ppi import estimates_html, print_estimates
 
 _CHECK_NAMES = {
     "tool_selection": "selection",
@@ -76,6 +77,8 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
     if comparison.pairs:
         title = "paired differences in pass rate (bootstrap over common cases)"
         console.print(pairs_table(comparison.pairs, title, sure=True))
+    if comparison.estimates is not None:
+        print_estimates(comparison.estimates, console)
     print_failures(comparison, console)
     for stats in models:
         if stats.varying:
@@ -115,6 +118,8 @@ def render_comparison(comparison: Comparison, *, title: str = "model comparison"
         ]
         parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     parts.append("</table>")
+    if comparison.estimates is not None:
+        parts.extend(estimates_html(comparison.estimates))
     parts.extend(failures_html(comparison))
     parts.append("<div class='row'>")
     for caption, draw in _PLOTS:

@@ -3,6 +3,7 @@
 
     POST /v1/check, /v1/grade   a JSON array of cases -> {"results": [...]}, in case order;
                                 NDJSON in -> NDJSON out, each result as soon as it is ready
+    POST /v1/estimate           graded results and hand labels -> prediction-powered rates
     GET  /v1/rubrics            the judge's rubrics and fingerprint
     GET  /healthz               liveness (never behind the token)
 
@@ -27,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Send
 
 from judge._errors import CaseError
+from judge.calibrate._estimate import Estimate
 from judge.cases._case import Case
 from judge.cases._json import dumps
 from judge.cases._loading import Warn
@@ -39,6 +41,7 @@ from judge.checks._structure import SchemaCache
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
 from judge.service._body import NDJSON, Batch, Limits, read_batch
+from judge.service._estimate import add_estimate_route
 from judge.service._guard import guard
 from judge.service._openapi import NO_JUDGE_RESPONSE, openapi_body
 from judge.service._schema import SchemaName, json_schema
@@ -83,6 +86,7 @@ def create_app(
     guard(app, token, hosts=hosts, open_paths=OPEN_PATHS)  # no page elsewhere checks or grades
     _add_service_routes(app, judge)
     _add_grading_routes(app, service)
+    add_estimate_route(app, service.limits)
     _publish_schemas(app, guarded=bool(token))
     return app
 
@@ -279,11 +283,8 @@ def _publish_schemas(app: FastAPI, *, guarded: bool) -> None:
         schemas = components.setdefault("schemas", {})
         published: tuple[tuple[SchemaName, str], ...] = (("case", "Case"), ("result", "CaseResult"))
         for name, title in published:
-            schema = _rebase(json_schema(name))
-            for key, value in schema.pop("$defs", {}).items():
-                schemas.setdefault(key, value)
-            schema.pop("$schema", None)
-            schemas[title] = schema
+            _publish(schemas, json_schema(name), title)
+        _publish(schemas, Estimate.model_json_schema(), "Estimate")
         if guarded:
             components["securitySchemes"] = {
                 "HTTPBearer": {
@@ -304,6 +305,14 @@ def _publish_schemas(app: FastAPI, *, guarded: bool) -> None:
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _publish(schemas: dict[str, Any], found: dict[str, Any], title: str) -> None:
+    schema = _rebase(found)
+    for key, value in schema.pop("$defs", {}).items():
+        schemas.setdefault(key, value)
+    schema.pop("$schema", None)
+    schemas[title] = schema
 
 
 def _rebase(schema: dict[str, Any]) -> dict[str, Any]:

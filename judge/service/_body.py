@@ -144,6 +144,23 @@ async def read_batch(
     return Batch(source=source, array=data)
 
 
+async def read_json(request: Request, limits: Limits) -> Any:
+    """The request's JSON body, whatever its shape; 413 over the size limit, 400 when it
+    does not parse."""
+    body = await _read_body(request, limits.max_request_bytes)
+    try:
+        if len(body) > _PARSE_OFF_LOOP:
+            return await run_in_threadpool(loads, body)
+        return loads(body)
+    except DecodeError as exc:
+        raise HTTPException(400, f"the body is not valid JSON ({exc})") from None
+
+
+def check_count(count: int, limits: Limits) -> None:
+    """422 when a request holds more than `max_cases` cases (or results)."""
+    _check_count(count, limits)
+
+
 def _json_body(body: bytes, source: str) -> Any:
     """The decoded body. An array that holds a case nested past what `loads` follows holds, in
     that case's place, the `CaseError` such an NDJSON line gets: the other cases are read."""

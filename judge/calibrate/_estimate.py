@@ -1,0 +1,234 @@
+"""`judge estimate`: per dimension (and for `passed`), the judge-only rate, the labels-only
+rate and the PPI++ rate (`_ppi`), from graded results and hand labels on some of them.
+
+A case's prediction is the judge's verdict (the checks' where the result has no judge
+outcome; for `passed`, the result's `passed`); the cases without one (an abstention, a
+`judge_error`) are outside the estimate. A case's `passed` label: its selection label is
+given and every label it has is `correct`. The labelled subset's design is read from each
+labelled case's `meta.inclusion_probability` (`judge sample --for-estimate` records it); a
+set without it is refused unless `assume_random`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from judge._errors import InputError
+from judge.calibrate._agreement import check_verdict, judge_verdict
+from judge.calibrate._ppi import effective_labels, judge_only, labels_only, ppi_mean
+from judge.cases._case import Case
+from judge.checks._result import CaseResult
+
+EstimateDimension = Literal["selection", "arguments", "answer", "trajectory", "passed"]
+ORDER: tuple[EstimateDimension, ...] = ("selection", "arguments", "answer", "trajectory", "passed")
+INCLUSION_KEY = "inclusion_probability"
+"""The `meta` key of a labelled case that says how likely it was to be drawn."""
+MIN_LABELS = 10
+"""Fewer labels on a dimension than this: a warning (the interval is not to be trusted)."""
+Design = Literal["none", "known", "assumed_random"]
+
+
+class Value(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None
+
+
+class Interval(BaseModel):
+    """A rate and its interval at the estimate's confidence (clipped to [0, 1])."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+class DimensionEstimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    judge_only: Value
+    labels_only: Interval
+    ppi: Interval
+    n_labelled: int
+    n_graded: int
+    """Cases with a prediction: the population the rates are of."""
+    effective_labels: float | None
+    """The labels alone that would give the PPI interval's width."""
+    lam: float | None = None
+    """PPI++'s power-tuning weight on the judge (0: the labels alone)."""
+    note: str | None = None
+    """Why a field is null, or what to mind reading it."""
+
+
+class Estimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    confidence: float
+    design: Design
+    """How the labelled cases were drawn: `known` (their inclusion probabilities), assumed
+    random (`assume_random`), or `none` (no labels)."""
+    dimensions: dict[str, DimensionEstimate]
+    warnings: list[str]
+
+
+def labels_by_id(labels: Iterable[Case], graded: set[str]) -> dict[str, Case]:
+    """The labelled cases by id; refused: the same id twice (naming `conflicting` where the
+    labels differ), and labels on cases the graded results lack."""
+    found: dict[str, Case] = {}
+    duplicate: set[str] = set()
+    conflicting: set[str] = set()
+    for case in labels:
+        if case.labels is None:
+            continue
+        before = found.get(case.id)
+        if before is not None:
+            same = before.labels == case.labels or _hand(before) == _hand(case)
+            (duplicate if same else conflicting).add(case.id)
+        found[case.id] = case
+    if conflicting:
+        raise InputError(f"conflicting labels for one case: {_ids(conflicting)}")
+    if duplicate:
+        raise InputError(f"labels given twice for one case: {_ids(duplicate)}")
+    missing = set(found) - graded
+    if missing:
+        raise InputError(f"labels on cases the graded results lack: {_ids(missing)}")
+    return found
+
+
+def _hand(case: Case) -> tuple[str | None, ...]:
+    labels = case.labels
+    return tuple(getattr(labels, name, None) for name in ORDER[:4])
+
+
+def _ids(ids: Iterable[str], most: int = 10) -> str:
+    ordered = sorted(ids)
+    more = f" (and {len(ordered) - most} more)" if len(ordered) > most else ""
+    return ", ".join(repr(i) for i in ordered[:most]) + more
+
+
+def design_of(labelled: dict[str, Case], assume_random: bool) -> tuple[Design, dict[str, float]]:
+    """The labelled set's design and each case's inclusion probability (empty: random)."""
+    if not labelled:
+        return "none", {}
+    given = {i: c.meta.get(INCLUSION_KEY) for i, c in labelled.items()}
+    known = {i: p for i, p in given.items() if p is not None}
+    if not known:
+        if assume_random:
+            return "assumed_random", {}
+        raise InputError(
+            f"the labelled cases record no `meta.{INCLUSION_KEY}`: how they were chosen is "
+            "unknown, and a hand-picked set biases every estimate; label a random sample, or "
+            "say it is one with --assume-random"
+        )
+    if len(known) < len(given):
+        raise InputError(
+            f"some labelled cases record no `meta.{INCLUSION_KEY}`: {_ids(set(given) - set(known))}"
+        )
+    bad = {i for i, p in known.items() if not isinstance(p, int | float) or not 0 < p <= 1}
+    if bad:
+        raise InputError(f"`meta.{INCLUSION_KEY}` must be a number in (0, 1]: {_ids(bad)}")
+    return "known", {i: float(p) for i, p in known.items()}
+
+
+def prediction(result: CaseResult, dimension: EstimateDimension) -> int | None:
+    """The graded verdict on a dimension as 1 (correct) or 0, None where there is none."""
+    if dimension == "passed":
+        return None if result.passed is None else int(result.passed)
+    verdict: str | None
+    if dimension == "trajectory":
+        judged = result.judge
+        ok = judged is not None and judged.status == "ok" and judged.trajectory is not None
+        verdict = judged.trajectory.verdict if ok and judged and judged.trajectory else None
+    else:
+        verdict, _ = judge_verdict(result, dimension)
+        if verdict is None and result.judge is None:
+            verdict, _ = check_verdict(result, dimension)
+    return None if verdict in (None, "uncertain") else int(verdict == "correct")
+
+
+def hand_label(case: Case, dimension: EstimateDimension) -> int | None:
+    labels = case.labels
+    if labels is None:
+        return None
+    if dimension != "passed":
+        value = getattr(labels, dimension)
+        return None if value is None else int(value == "correct")
+    given = [v for v in _hand(case) if v is not None]
+    return None if labels.selection is None else int(all(v == "correct" for v in given))
+
+
+def estimate(
+    results: Iterable[CaseResult],
+    labels: Iterable[Case] = (),
+    confidence: float = 0.95,
+    assume_random: bool = False,
+) -> Estimate:
+    """The three estimates per dimension present (and `passed`). InputError: labels on cases
+    the results lack, duplicate or conflicting labels, a labelled set of unknown design
+    (without `assume_random`). ValueError: a confidence outside (0, 1)."""
+    graded = list(results)
+    labelled = labels_by_id(labels, {r.id for r in graded})
+    design, pi = design_of(labelled, assume_random)
+    dimensions: dict[str, DimensionEstimate] = {}
+    warnings: list[str] = []
+    for dimension in ORDER:
+        predicted = {r.id: p for r in graded if (p := prediction(r, dimension)) is not None}
+        hands = [c for c in labelled.values() if hand_label(c, dimension) is not None]
+        if dimension not in ("selection", "passed") and not predicted and not hands:
+            continue
+        found = _dimension(dimension, predicted, labelled, pi, confidence)
+        dimensions[dimension] = found
+        if labelled and found.n_labelled < MIN_LABELS:
+            ids = [i for i in sorted(labelled) if i in predicted]
+            ids = [i for i in ids if hand_label(labelled[i], dimension) is not None]
+            warnings.append(
+                f"{dimension}: {found.n_labelled} labels (fewer than {MIN_LABELS}): "
+                f"its intervals are not to be trusted{': ' + _ids(ids) if ids else ''}"
+            )
+    return Estimate(confidence=confidence, design=design, dimensions=dimensions, warnings=warnings)
+
+
+def _dimension(
+    dimension: EstimateDimension,
+    predicted: dict[str, int],
+    labelled: dict[str, Case],
+    pi: dict[str, float],
+    confidence: float,
+) -> DimensionEstimate:
+    hands = {
+        i: label for i, c in labelled.items() if (label := hand_label(c, dimension)) is not None
+    }
+    ids = [i for i in hands if i in predicted]
+    y = [hands[i] for i in ids]
+    f = [predicted[i] for i in ids]
+    weights = [pi[i] for i in ids] if pi else None
+    f_all = list(predicted.values())
+    classical = labels_only(y, confidence, weights)
+    powered = ppi_mean(y, f, f_all, confidence, weights)
+    unpredicted = len(hands) - len(ids)
+    notes = []
+    if len(ids) < 2:
+        notes.append(f"{len(ids)} labelled cases with a prediction: no interval")
+    if unpredicted:
+        notes.append(f"{unpredicted} labelled cases have no prediction and are left out")
+    return DimensionEstimate(
+        judge_only=Value(value=judge_only(f_all)),
+        labels_only=_clipped(classical.value, classical.low, classical.high),
+        ppi=_clipped(powered.value, powered.low, powered.high),
+        n_labelled=len(ids),
+        n_graded=len(f_all),
+        effective_labels=effective_labels(len(ids), classical.variance, powered.variance),
+        lam=powered.lam,
+        note="; ".join(notes) or None,
+    )
+
+
+def _clipped(value: float | None, low: float | None, high: float | None) -> Interval:
+    return Interval(
+        value=value,
+        low=None if low is None else max(0.0, low),
+        high=None if high is None else min(1.0, high),
+    )
