@@ -306,35 +306,6 @@ def test_junit_judge_verdicts(tmp_path: Path) -> None:
     assert (suite.tests, suite.failures, suite.skipped) == (3, 1, 1)
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        pytest.param(lambda d: d / "cases.jsonl", id="the-same-path"),
-        pytest.param(lambda d: d / "sub" / ".." / "cases.jsonl", id="through-dot-dot"),
-        pytest.param(lambda d: d / "link.jsonl", id="through-a-symlink"),
-        pytest.param(lambda d: d / "hard.jsonl", id="a-hard-link"),
-    ],
-)
-def test_junit_refuses_to_overwrite_an_input(tmp_path: Path, target: Any) -> None:
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text('{"id": "x"}\n')
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "link.jsonl").symlink_to(cases)
-    os.link(cases, tmp_path / "hard.jsonl")
-    with pytest.raises(InputError, match="will not write the JUnit report over the input"):
-        JUnitWriter(target(tmp_path), inputs=["-", str(cases)])
-    assert cases.read_text() == '{"id": "x"}\n'
-
-
-def test_junit_writes_beside_inputs_and_standard_input(tmp_path: Path) -> None:
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text("{}\n")
-    path = write_junit(
-        tmp_path / "r.xml", [Located("<stdin>", 1, PASSED)], inputs=["-", str(cases)]
-    )
-    assert JUnitXml.fromfile(str(path)).tests == 1
-
-
 def test_junit_refuses_a_missing_folder_before_the_run(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no folder"):
         JUnitWriter(tmp_path / "nowhere" / "r.xml")

@@ -186,13 +186,8 @@ def best_fit(case: Case) -> int:
 
 
 def _fits(case: Case, said: set[str]) -> dict[str, int]:
-    """Per tool name, how many of `said` its name and description share (a name listed twice
-    counts as its better-fitting entry)."""
-    shared: dict[str, int] = {}
-    for t in case.tools:
-        fit = len(said & stems(f"{t.name} {t.description or ''}"))
-        shared[t.name] = max(fit, shared.get(t.name, 0))
-    return shared
+    """Per tool name, how many of `said` its name and description share."""
+    return {t.name: len(said & stems(f"{t.name} {t.description or ''}")) for t in case.tools}
 
 
 def repeated_calls(case: Case) -> int:
@@ -241,12 +236,10 @@ def guessed_required(case: Case, ungrounded: Sequence[UngroundedValue] | None = 
     conversation never mentions: a required value made up instead of asked for (clipped
     to 3). Optional values the user never gave are often sensible defaults; required ones
     seldom are. `ungrounded`: the case's `unmentioned_values`, where already found."""
-    required: dict[str, set[str]] = {}  # a tool listed twice: what either entry requires
+    required: dict[str, set[str]] = {}  # (a case's tool names are unique: read refuses twice)
     for t in case.tools:
         listed = (t.parameters or {}).get("required")
-        required.setdefault(t.name, set()).update(
-            str(k) for k in (listed if isinstance(listed, list) else ())
-        )
+        required[t.name] = {str(k) for k in (listed if isinstance(listed, list) else ())}
     guessed = 0
     for value in unmentioned_values(case) if ungrounded is None else ungrounded:
         top = value.path.split("/")[1].replace("~1", "/").replace("~0", "~")
@@ -288,8 +281,7 @@ def unsaid_options(case: Case) -> tuple[int, ...]:
 
 
 def _enum_options(case: Case) -> dict[tuple[str, str], set[str]]:
-    """Per (tool, parameter): the string options of its `enum`, as words (a tool listed twice:
-    the options of either entry)."""
+    """Per (tool, parameter): the string options of its `enum`, as words."""
     found: dict[tuple[str, str], set[str]] = {}
     for t in case.tools:
         properties = (t.parameters or {}).get("properties")
@@ -297,7 +289,7 @@ def _enum_options(case: Case) -> dict[tuple[str, str], set[str]]:
             listed = schema.get("enum") if isinstance(schema, dict) else None
             if isinstance(listed, list):
                 words = {_option(o) for o in listed if isinstance(o, str)}
-                found.setdefault((t.name, str(key)), set()).update(words)
+                found[(t.name, str(key))] = words
     return found
 
 

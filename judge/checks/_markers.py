@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
 from judge.checks._budget import within
 
@@ -124,24 +125,42 @@ _BEGINNING = {
 }
 """Per word or mark, the places in `_PATTERNS` of the patterns that begin with it."""
 _WORDS = tuple(what for what in _BEGINNING if what[0].isalpha())
-_MARKS = re.compile(
-    r"<(?:\||<(?=/?sys>>)|!--|/?(?:system|information|instruction|important|admin)|im_"
-    r"|assistant|endoftext|start_header)|\[/?(?:inst|sys)|#(?<!##)#*+\s*+\(?system"
-)  # (on the text in lower case; each begins with its mark: the engine skips to them)
-_INVISIBLE = (
-    (re.compile(rf"[{_ZERO_WIDTH}](?:{_FILLER}*+[{_ZERO_WIDTH}])*+"), ":zero"),
-    (re.compile("[\U000e0000-\U000e007f]++"), ":tag"),
-)
+class _Scans(NamedTuple):
+    marks: re.Pattern[str]
+    """Where a marker may begin with its mark (on the text in lower case; each begins with
+    its mark: the engine skips to them)."""
+    invisible: tuple[tuple[re.Pattern[str], str], ...]
+    empty_element: re.Pattern[str]
+    opening_matter: re.Pattern[str]
+    """What a text may open with before its first visible character: white space, marks,
+    tags."""
+    letters: re.Pattern[str]
 
-_EMPTY_ELEMENT = re.compile(_EMPTY, re.IGNORECASE)
-_OPENING_MATTER = re.compile(rf"(?:{_FILLER}|[{_ZERO_WIDTH}]|<[^<>]*+>)*+", re.IGNORECASE)
-"""What a text may open with before its first visible character: white space, marks, tags."""
+
+@functools.cache
+def _scans() -> _Scans:
+    """The patterns `markers` scans with, compiled when a tool result is first read (not at
+    every `judge` start-up)."""
+    return _Scans(
+        re.compile(
+            r"<(?:\||<(?=/?sys>>)|!--|/?(?:system|information|instruction|important|admin)|im_"
+            r"|assistant|endoftext|start_header)|\[/?(?:inst|sys)|#(?<!##)#*+\s*+\(?system"
+        ),
+        (
+            (re.compile(rf"[{_ZERO_WIDTH}](?:{_FILLER}*+[{_ZERO_WIDTH}])*+"), ":zero"),
+            (re.compile("[\U000e0000-\U000e007f]++"), ":tag"),
+        ),
+        re.compile(_EMPTY, re.IGNORECASE),
+        re.compile(rf"(?:{_FILLER}|[{_ZERO_WIDTH}]|<[^<>]*+>)*+", re.IGNORECASE),
+        re.compile(r"[a-z]{3}", re.IGNORECASE),
+    )
+
+
 _PADDING = 8
 """Zero-width characters in a run from which it pads (a preheader's), rather than hides."""
 _ZERO_CHARS = tuple(
     chr(c) for c in (*range(0x200B, 0x2010), *range(0x2060, 0x2065), 0xFEFF)
 )  # fmt: skip
-_LETTERS = re.compile(r"[a-z]{3}", re.IGNORECASE)
 _TAG_MOST = 2000  # characters an opening tag may have: looked back over for its `<`
 _EVERY = 256  # places tried between looks at the deadline
 _FOLD = {"\u0130": "i", "\u0131": "i"}  # (lower case in one character each)
@@ -177,10 +196,10 @@ def _starts(text: str) -> dict[int, tuple[int, ...]]:
             if anywhere or not at or not (text[at - 1].isalnum() or text[at - 1] == "_"):
                 _begin(found, at, word)
             at = text.find(word, at + 1)
-    for pattern, what in _INVISIBLE:
+    for pattern, what in _scans().invisible:
         for invisible in pattern.finditer(text):
             _begin(found, invisible.start(), what)
-    for mark in _MARKS.finditer(text):
+    for mark in _scans().marks.finditer(text):
         at = mark.start()
         _begin(found, at, text[at])
         if text[at] == "#":  # and the line it may head: "\n   ### system"
@@ -199,7 +218,7 @@ def markers(text: str, deadline: float) -> list[re.Match[str]]:
     """The markers of `text` (in Unicode compatibility form), in order, as one scan of all
     the patterns would find them: a run of zero-width characters once, and none of the
     layout that pads, the elements that hide nothing, and the preheader."""
-    visible = _OPENING_MATTER.match(text)
+    visible = _scans().opening_matter.match(text)
     opening = visible.end() if visible is not None else 0
     starts = _starts(lowered(text))
     found, reached = [], 0
@@ -228,7 +247,7 @@ def _shown(text: str, match: re.Match[str], opening: int) -> bool:
     if kind == "run":
         return "<" not in said and sum(said.count(c) for c in _ZERO_CHARS) < _PADDING
     if kind == "comment":
-        return _LETTERS.search(said) is not None
+        return _scans().letters.search(said) is not None
     return not _in_empty_element(text, match.start())
 
 
@@ -238,5 +257,5 @@ def _in_empty_element(text: str, at: int) -> bool:
     return (
         opened != -1
         and text.rfind(">", opened, at) == -1
-        and _EMPTY_ELEMENT.match(text, opened) is not None
+        and _scans().empty_element.match(text, opened) is not None
     )

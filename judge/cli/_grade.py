@@ -160,7 +160,7 @@ def grade_command(
         return
     summary = Summary()
     try:
-        report = RunReport("grade", summary_format, junit, cases,
+        report = RunReport("grade", summary_format, junit,
                            sys.stderr if output is None else sys.stdout,
                            strict=strict_input, tools=shared)  # fmt: skip
     except InputError as exc:

@@ -187,7 +187,7 @@ def check_command(
     summary = Summary()
     to_stdout = output in (None, "-")
     try:
-        report = RunReport("check", summary_format, junit, cases,
+        report = RunReport("check", summary_format, junit,
                            sys.stderr if to_stdout else sys.stdout)  # fmt: skip
     except InputError as exc:
         _refuse(str(exc))

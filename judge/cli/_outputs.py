@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 import click
@@ -83,7 +83,6 @@ class RunReport:
         command: str,
         summary_format: str,
         junit: str | None,
-        inputs: Iterable[str],
         stream: IO[str],
         *,
         strict: bool = False,
@@ -103,10 +102,10 @@ class RunReport:
         """Cases `read` gave that hold a key the format does not know."""
         self.reporters: list[Reporter] = []
         if summary_format in ("pretty", "github") or junit is not None:
-            self._add_reporters(summary_format, junit, inputs, command)
+            self._add_reporters(summary_format, junit, command)
 
     def _add_reporters(
-        self, summary_format: str, junit: str | None, inputs: Iterable[str], command: str
+        self, summary_format: str, junit: str | None, command: str
     ) -> None:
         from judge.cli._reporters import GithubReporter, JUnitWriter, PrettyReporter
 
@@ -115,8 +114,8 @@ class RunReport:
             self.reporters.append(PrettyReporter(stream))
         elif summary_format == "github":
             self.reporters.append(GithubReporter(stream))
-        if junit is not None:  # refuses to write over an input, before anything runs
-            self.reporters.append(JUnitWriter(junit, inputs=list(inputs), name=f"judge {command}"))
+        if junit is not None:  # (never over an input: `refuse_overlaps` ran first)
+            self.reporters.append(JUnitWriter(junit, name=f"judge {command}"))
 
     def warn(self, message: str) -> None:
         """Say on standard error what a case holds that the format does not know."""

@@ -21,7 +21,7 @@ import os
 import re
 import secrets
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Literal, Protocol
 
@@ -294,7 +294,7 @@ class JUnitWriter:
     case with nothing to grade it against a `<skipped>`.
 
     The file is written beside its final path and moved there, so a crash never leaves half
-    a file; `inputs` are the files read, which it refuses to overwrite.
+    a file. (The command line refuses a path that is an input before it makes one.)
     """
 
     def __init__(
@@ -302,12 +302,10 @@ class JUnitWriter:
         path: str | os.PathLike[str],
         *,
         name: str = "judge check",
-        inputs: Sequence[str] = (),
     ) -> None:
         self._path = os.fspath(path)
         self._name = name
         self._suites: dict[str, list[_JUnitCase]] = {}
-        _refuse_inputs(self._path, inputs)
         _require_folder(self._path)
 
     def add(self, item: Located) -> None:
@@ -387,21 +385,6 @@ def _add_case(suite: ET.Element, source: str, case: _JUnitCase) -> None:
         failure.text = "\n".join(case.lines)
     elif case.status == "skipped":
         ET.SubElement(element, "skipped", message=case.lines[0])
-
-
-def _refuse_inputs(path: str, inputs: Sequence[str]) -> None:
-    for source in inputs:
-        if source in ("-", STDIN):
-            continue
-        if os.path.exists(path) and os.path.exists(source):
-            same = os.path.samefile(path, source)
-        else:
-            same = os.path.realpath(path) == os.path.realpath(source)
-        if same:
-            raise InputError(
-                f"{path}: will not write the JUnit report over the input file {source}; "
-                "name another file"
-            )
 
 
 def _require_folder(path: str) -> None:
