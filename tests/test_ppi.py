@@ -27,10 +27,11 @@ def test_a_closed_form_case() -> None:
     y, f = [1, 1, 0, 0], [1, 1, 0, 0]
     f_all = [1, 1, 0, 0, 1, 0, 1, 0]
     found = ppi_mean(y, f, f_all)
-    lam = 0.25 / (1.5 * 3 / 11)  # Cov_n / ((1 + n/N) Var of the 12 predictions, n - 1)
+    lam = 0.25 / (2 * 2 / 7)  # Cov_n / ((1 + n/N_u) Var of the 8 predictions, N - 1)
     assert found.lam == pytest.approx(lam)
     assert found.value == pytest.approx(0.5)
-    variance = lam**2 * 0.25 / 8 + (1 - lam) ** 2 / 4 / 4
+    # the 4 unlabelled ([1, 0, 1, 0]) and the 4 labelled, independent samples
+    variance = lam**2 * 0.25 / 4 + (1 - lam) ** 2 / 4 / 4
     assert found.variance == pytest.approx(variance)
     half = 1.959964 * variance**0.5
     assert (found.low, found.high) == pytest.approx((0.5 - half, 0.5 + half))
@@ -50,7 +51,8 @@ def test_lambda_zero_is_the_labels_alone_and_one_is_classical_ppi() -> None:
     zero = ppi_mean(y[labelled], f[labelled], f, lam=0.0)
     assert (zero.value, zero.variance) == pytest.approx((alone.value, alone.variance))
     one = ppi_mean(y[labelled], f[labelled], f, lam=1.0)
-    assert one.value == pytest.approx(f.mean() + (y[labelled] - f[labelled]).mean())
+    rest = np.setdiff1d(np.arange(N), labelled)
+    assert one.value == pytest.approx(f[rest].mean() + (y[labelled] - f[labelled]).mean())
 
 
 @pytest.mark.parametrize(
@@ -168,9 +170,27 @@ def test_the_same_numbers_as_ppi_python(seed: int) -> None:
     labelled = rng.choice(N, int(rng.integers(20, 300)), replace=False)
     alpha = float(rng.choice([0.05, 0.1, 0.2]))
     found = ppi_mean(y[labelled], f[labelled], f, confidence=1 - alpha)
-    value = ppi_py.ppi_mean_pointestimate(y[labelled], f[labelled], f)
-    low, high = ppi_py.ppi_mean_ci(y[labelled], f[labelled], f, alpha=alpha)
+    rest = np.setdiff1d(np.arange(N), labelled)  # the graded cases nobody labelled
+    value = ppi_py.ppi_mean_pointestimate(y[labelled], f[labelled], f[rest])
+    low, high = ppi_py.ppi_mean_ci(y[labelled], f[labelled], f[rest], alpha=alpha)
     assert found.value == pytest.approx(float(np.ravel(value)[0]), abs=1e-6)
     assert (found.low, found.high) == pytest.approx(
         (float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-6
     )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_labels_that_are_most_of_the_graded_cases_still_cover(weighted: bool) -> None:
+    """100 labels of 120 graded cases and a good judge: counting the labelled among the
+    unlabelled too (the covariance of the two terms left out) covered 88.5% here."""
+    rng = np.random.default_rng(120)
+    held = 0
+    for _ in range(400):
+        y = (rng.random(120) < TRUE_RATE).astype(float)
+        f = np.where(rng.random(120) < 0.9, y, 1 - y)
+        labelled = rng.choice(120, 100, replace=False)
+        pi = np.where(np.arange(100) % 2 == 0, 0.8, 0.8 + 1e-9) if weighted else None
+        found = ppi_mean(y[labelled], f[labelled], f, pi=pi)
+        assert found.low is not None and found.high is not None
+        held += found.low <= TRUE_RATE <= found.high
+    assert 0.92 <= held / 400 <= 0.98

@@ -11,20 +11,28 @@ set without it is refused unless `assume_random`."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from judge._errors import InputError
 from judge.calibrate._agreement import check_verdict, judge_verdict
+from judge.calibrate._estimate_p import calibrated_p
+from judge.calibrate._fit import Fitted
 from judge.calibrate._ppi import effective_labels, judge_only, labels_only, ppi_mean
 from judge.cases._case import Case
 from judge.checks._result import CaseResult
+
+if TYPE_CHECKING:
+    from judge.calibrate._record import CalibrationRecord
 
 EstimateDimension = Literal["selection", "arguments", "answer", "trajectory", "passed"]
 ORDER: tuple[EstimateDimension, ...] = ("selection", "arguments", "answer", "trajectory", "passed")
 INCLUSION_KEY = "inclusion_probability"
 """The `meta` key of a labelled case that says how likely it was to be drawn."""
+STRATUM_KEY = "stratum"
+"""The `meta` key of a labelled case that names the stratum it was drawn from (a stratified
+`judge sample --for-estimate`): the estimate's variance is then the stratified one."""
 MIN_LABELS = 10
 """Fewer labels on a dimension than this: a warning (the interval is not to be trusted)."""
 Design = Literal["none", "known", "assumed_random"]
@@ -59,6 +67,8 @@ class DimensionEstimate(BaseModel):
     """The labels alone that would give the PPI interval's width."""
     lam: float | None = None
     """PPI++'s power-tuning weight on the judge (0: the labels alone)."""
+    calibrated: int = 0
+    """Cases whose prediction is a calibration's P(correct) rather than the verdict."""
     note: str | None = None
     """Why a field is null, or what to mind reading it."""
 
@@ -72,6 +82,8 @@ class Estimate(BaseModel):
     random (`assume_random`), or `none` (no labels)."""
     dimensions: dict[str, DimensionEstimate]
     warnings: list[str]
+    strata: int | None = None
+    """The strata of a stratified draw (`meta.stratum`), whose variance is the stratified one."""
 
 
 def labels_by_id(labels: Iterable[Case], graded: set[str]) -> dict[str, Case]:
@@ -133,8 +145,32 @@ def design_of(labelled: dict[str, Case], assume_random: bool) -> tuple[Design, d
     return "known", {i: float(p) for i, p in known.items()}
 
 
-def prediction(result: CaseResult, dimension: EstimateDimension) -> int | None:
-    """The graded verdict on a dimension as 1 (correct) or 0, None where there is none."""
+def strata_of(labelled: dict[str, Case], pi: dict[str, float]) -> dict[str, str] | None:
+    """Each labelled case's stratum, where every one records it (with its inclusion
+    probability); None where none does. InputError: some record it and some do not."""
+    given = {i: c.meta.get(STRATUM_KEY) for i, c in labelled.items()}
+    known = {i: str(v) for i, v in given.items() if v is not None}
+    if not known:
+        return None
+    if len(known) < len(given):
+        raise InputError(
+            f"some labelled cases record no `meta.{STRATUM_KEY}`: {_ids(set(given) - set(known))}"
+        )
+    if not pi:
+        raise InputError(
+            f"labelled cases record `meta.{STRATUM_KEY}` but no "
+            f"`meta.{INCLUSION_KEY}`: a stratified draw needs both"
+        )
+    return known
+
+
+def prediction(
+    result: CaseResult, dimension: EstimateDimension, fitted: Fitted | None = None
+) -> float | None:
+    """The graded verdict on a dimension as 1 (correct) or 0, None where there is none; with
+    a calibration's `fitted` decision, the calibrated P(correct) where it can be read."""
+    if fitted is not None and (p := calibrated_p(result, dimension, fitted)) is not None:
+        return p
     if dimension == "passed":
         return None if result.passed is None else int(result.passed)
     verdict: str | None
@@ -165,21 +201,31 @@ def estimate(
     labels: Iterable[Case] = (),
     confidence: float = 0.95,
     assume_random: bool = False,
+    calibration: CalibrationRecord | None = None,
 ) -> Estimate:
-    """The three estimates per dimension present (and `passed`). InputError: labels on cases
-    the results lack, duplicate or conflicting labels, a labelled set of unknown design
-    (without `assume_random`). ValueError: a confidence outside (0, 1)."""
+    """The three estimates per dimension present (and `passed`); with a `calibration` record
+    (of the judge that graded `results`), its calibrated P(correct) is the prediction on the
+    dimensions it fitted. InputError: labels on cases the results lack, duplicate or
+    conflicting labels, a labelled set of unknown design (without `assume_random`).
+    ValueError: a confidence outside (0, 1)."""
+    fits = {} if calibration is None else calibration.fitted
     graded = list(results)
     labelled = labels_by_id(labels, {r.id for r in graded})
     design, pi = design_of(labelled, assume_random)
+    strata = strata_of(labelled, pi)
     dimensions: dict[str, DimensionEstimate] = {}
     warnings: list[str] = []
     for dimension in ORDER:
-        predicted = {r.id: p for r in graded if (p := prediction(r, dimension)) is not None}
+        fitted = fits.get(dimension)
+        predicted = {r.id: p for r in graded if (p := prediction(r, dimension, fitted)) is not None}
+        calibrated = 0
+        if fitted is not None:
+            calibrated = sum(calibrated_p(r, dimension, fitted) is not None for r in graded)
         hands = [c for c in labelled.values() if hand_label(c, dimension) is not None]
         if dimension not in ("selection", "passed") and not predicted and not hands:
             continue
-        found = _dimension(dimension, predicted, labelled, pi, confidence)
+        found = _dimension(dimension, predicted, labelled, (pi, strata), confidence)
+        found = found.model_copy(update={"calibrated": calibrated})
         dimensions[dimension] = found
         if labelled and found.n_labelled < MIN_LABELS:
             ids = [i for i in sorted(labelled) if i in predicted]
@@ -188,14 +234,20 @@ def estimate(
                 f"{dimension}: {found.n_labelled} labels (fewer than {MIN_LABELS}): "
                 f"its intervals are not to be trusted{': ' + _ids(ids) if ids else ''}"
             )
-    return Estimate(confidence=confidence, design=design, dimensions=dimensions, warnings=warnings)
+    return Estimate(
+        confidence=confidence,
+        design=design,
+        dimensions=dimensions,
+        warnings=warnings,
+        strata=None if strata is None else len(set(strata.values())),
+    )
 
 
 def _dimension(
     dimension: EstimateDimension,
-    predicted: dict[str, int],
+    predicted: dict[str, float],
     labelled: dict[str, Case],
-    pi: dict[str, float],
+    design: tuple[dict[str, float], dict[str, str] | None],
     confidence: float,
 ) -> DimensionEstimate:
     hands = {
@@ -204,10 +256,12 @@ def _dimension(
     ids = [i for i in hands if i in predicted]
     y = [hands[i] for i in ids]
     f = [predicted[i] for i in ids]
+    pi, strata = design
     weights = [pi[i] for i in ids] if pi else None
+    groups = [strata[i] for i in ids] if strata else None
     f_all = list(predicted.values())
-    classical = labels_only(y, confidence, weights)
-    powered = ppi_mean(y, f, f_all, confidence, weights)
+    classical = labels_only(y, confidence, weights, groups)
+    powered = ppi_mean(y, f, f_all, confidence, weights, strata=groups)
     unpredicted = len(hands) - len(ids)
     notes = []
     if len(ids) < 2:

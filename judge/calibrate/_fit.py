@@ -132,16 +132,16 @@ def items_of(
             continue
         branch = "called" if case.tool_calls else "not_called"
         if dimension == "selection":
-            found.append(_selection_item(label == "correct", branch, judged.selection))
+            found.append(selection_item(label == "correct", branch, judged.selection))
         elif dimension == "answer":  # the branch a scored answer rubric took: tools used or not
             branch = "called" if used_tools(case) else "not_called"
-            found.append(_selection_item(label == "correct", branch, judged.answer))
+            found.append(selection_item(label == "correct", branch, judged.answer))
         else:
-            found.append(_arguments_item(label == "correct", branch, judged.arguments))
+            found.append(arguments_item(label == "correct", branch, judged.arguments))
     return found
 
 
-def _selection_item(
+def selection_item(
     label: bool, branch: str, verdict: SelectionVerdict | AnswerVerdict | None
 ) -> Item | None:
     if verdict is None or verdict.verdict == "uncertain":
@@ -152,7 +152,7 @@ def _selection_item(
     return Item(label, branch, calls, verdict.verdict == "correct", verdict.confidence)
 
 
-def _arguments_item(label: bool, branch: str, verdicts: Sequence[ArgumentVerdict]) -> Item | None:
+def arguments_item(label: bool, branch: str, verdicts: Sequence[ArgumentVerdict]) -> Item | None:
     applicable = [v for v in verdicts if v.verdict != "not_applicable"]
     if not applicable or any(v.verdict == "uncertain" for v in applicable):
         return None

@@ -7,7 +7,9 @@ Uniform: a simple random sample of exactly n cases, each with probability n/N. A
 the judge's chance of being wrong on it, raised to a floor (`FLOOR` x n/N) and capped at 1,
 scaled to sum to n; drawn by randomized systematic PPS (the cases in a seeded random order,
 a random start, then every unit step along their cumulated probabilities): exactly n cases,
-each drawn with its probability."""
+each drawn with its probability. Stratified (`--stratify` given): each stratum its share of
+n, at least two, drawn within it either way, each drawn case recording its stratum in
+`meta.stratum` (the estimator's variance is then the stratified one)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from judge.calibrate._estimate import INCLUSION_KEY
+from judge.calibrate._estimate import INCLUSION_KEY, STRATUM_KEY
 from judge.cases._json import dumps_line, loads
 from judge.checks._result import CaseResult
 
@@ -25,6 +27,8 @@ is left so unlikely that its one label swamps the estimate."""
 UNSURE = 0.5
 """The judge's chance of being wrong where it abstained, gave no verdict, or disagrees with
 the checks and measured no confidence."""
+LEAST_PER_STRATUM = 2
+"""The fewest cases a stratified draw takes from a stratum: its variance needs two."""
 SURE = 0.05
 """Where it agrees with the checks and measured no confidence; also the least chance used."""
 
@@ -93,31 +97,74 @@ def draw_for_estimate(pi: Sequence[float], n: int, seed: int = 0) -> list[int]:
     return sorted(chosen)
 
 
-def with_probability(line: bytes, probability: float) -> bytes:
-    """A case's JSON line with `meta.inclusion_probability` set, everything else as it was."""
+def with_probability(line: bytes, probability: float, stratum: str | None = None) -> bytes:
+    """A case's JSON line with `meta.inclusion_probability` (and `meta.stratum`) set,
+    everything else as it was."""
     row = loads(line)
     meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
     row["meta"] = {**meta, INCLUSION_KEY: round(probability, 12)}
+    if stratum is not None:
+        row["meta"][STRATUM_KEY] = stratum
     return dumps_line(row)
 
 
+def stratified_draw(
+    strata: dict[tuple[str, ...], list[int]],
+    chances: Sequence[float] | None,
+    n: int,
+    seed: int = 0,
+) -> list[tuple[int, float, str]]:
+    """A stratified draw of n cases (indices by stratum): each stratum its share, at least
+    `LEAST_PER_STRATUM` (what a stratum's variance needs), drawn within it uniformly or, with
+    each case's `chances` of a wrong verdict, actively. Each drawn case with its inclusion
+    probability and its stratum's name."""
+    from judge.calibrate._sample import allocate
+
+    if len(strata) * LEAST_PER_STRATUM > n:
+        raise ValueError(
+            f"{len(strata)} strata need at least {len(strata) * LEAST_PER_STRATUM} cases "
+            f"({LEAST_PER_STRATUM} each): raise --for-estimate, or stratify by fewer fields"
+        )
+    quota = allocate({k: len(v) for k, v in strata.items()}, n, LEAST_PER_STRATUM)
+    rng = random.Random(seed)
+    chosen: list[tuple[int, float, str]] = []
+    for key in sorted(strata):
+        members, size = strata[key], quota[key]
+        if chances is None:
+            pi = uniform_probabilities(len(members), size)
+        else:
+            pi = inclusion_probabilities([chances[i] for i in members], size)
+        drawn = draw_for_estimate(pi, size, rng.randrange(2**32))
+        chosen += [(members[j], pi[j], "|".join(key)) for j in drawn]
+    return sorted(chosen)
+
+
 def sample_for_estimate(
-    cases: str, results: str | None, n: int, seed: int = 0
+    cases: str, results: str | None, n: int, seed: int = 0, fields: Sequence[str] = ()
 ) -> tuple[bytes, str]:
     """The lines of CASES drawn for `judge estimate` (active with `results`, the judge's
-    grades of them; uniform without), and what was drawn, in words."""
+    grades of them; uniform without; stratified by `fields` where given), and what was
+    drawn, in words."""
     from judge.calibrate._review import read_results
-    from judge.calibrate._sample import read_lines
+    from judge.calibrate._sample import judged_states, read_lines, stratum_key
 
     raw, loaded = read_lines(cases)
     graded = read_results(results) if results else None
-    if graded is None:
-        pi = uniform_probabilities(len(loaded), n)
-    else:
-        pi = inclusion_probabilities([wrong_chance(graded.get(c.id)) for c in loaded], n)
+    chances = None if graded is None else [wrong_chance(graded.get(c.id)) for c in loaded]
+    how = "uniform" if graded is None else "active"
+    if fields:
+        judged = judged_states(results) if results else None
+        strata: dict[tuple[str, ...], list[int]] = {}
+        for index, case in enumerate(loaded):
+            strata.setdefault(stratum_key(case, list(fields), judged), []).append(index)
+        drawn = stratified_draw(strata, chances, n, seed)
+        text = b"".join(with_probability(raw[i], p, name) for i, p, name in drawn)
+        return text, f"{len(drawn)} of {len(loaded)} cases ({how}, {len(strata)} strata)"
+    pi = (
+        uniform_probabilities(len(loaded), n)
+        if chances is None
+        else (inclusion_probabilities(chances, n))
+    )
     chosen = draw_for_estimate(pi, n, seed)
     text = b"".join(with_probability(raw[i], pi[i]) for i in chosen)
-    return (
-        text,
-        f"{len(chosen)} of {len(loaded)} cases ({'uniform' if graded is None else 'active'})",
-    )
+    return text, f"{len(chosen)} of {len(loaded)} cases ({how})"

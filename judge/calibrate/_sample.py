@@ -100,16 +100,26 @@ def draw(
     if len(keys) >= n:  # more strata than room: one case from each of n strata
         chosen = sorted(rng.choice(strata[k]) for k in rng.sample(keys, n))
         return Drawn(chosen, len(keys), len(keys) - n)
-    quota = {k: max(1, round(n * len(strata[k]) / len(cases))) for k in keys}
-    while sum(quota.values()) > n:  # trim the largest shares, never below one
-        largest = max((k for k in keys if quota[k] > 1), key=lambda k: quota[k])
+    quota = allocate({k: len(strata[k]) for k in keys}, n)
+    return Drawn(sorted(i for k in keys for i in rng.sample(strata[k], quota[k])), len(keys), 0)
+
+
+def allocate(
+    sizes: dict[tuple[str, ...], int], n: int, least: int = 1
+) -> dict[tuple[str, ...], int]:
+    """How many of `n` cases each stratum gets: its share of the cases, at least `least` (or
+    all it has), the largest shares trimmed and the roomiest strata grown until they sum to
+    `n` (`n` under the total, and at least `least` per stratum)."""
+    keys = sorted(sizes)
+    total = sum(sizes.values())
+    quota = {k: min(sizes[k], max(least, round(n * sizes[k] / total))) for k in keys}
+    while sum(quota.values()) > n:  # trim the largest shares, never below `least`
+        largest = max((k for k in keys if quota[k] > least), key=lambda k: quota[k])
         quota[largest] -= 1
     while sum(quota.values()) < n:  # grow the strata with the most cases left over
-        roomiest = max(
-            (k for k in keys if quota[k] < len(strata[k])), key=lambda k: len(strata[k]) - quota[k]
-        )
+        roomiest = max((k for k in keys if quota[k] < sizes[k]), key=lambda k: sizes[k] - quota[k])
         quota[roomiest] += 1
-    return Drawn(sorted(i for k in keys for i in rng.sample(strata[k], quota[k])), len(keys), 0)
+    return quota
 
 
 def read_lines(path: str) -> tuple[list[bytes], list[Case]]:

@@ -277,4 +277,3 @@ def end_on_closed_pipe() -> NoReturn:
     with contextlib.suppress(OSError, ValueError):  # ValueError: no descriptor (a capture)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(0)
-

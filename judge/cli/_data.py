@@ -253,85 +253,6 @@ def _print_calibration(record: CalibrationRecord, disagreeing: int, output: str)
     )
 
 
-@click.command("sample")
-@click.argument("cases", type=click.Path(exists=True, dir_okay=False))
-@click.option("--n", "size", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option(
-    "--stratify",
-    default="tool,expected_behavior,failure",
-    show_default=True,
-    help="Comma-separated: tool, expected_behavior, failure, label, meta.KEY, and judge "
-    "(uncertain / decided / not judged, from --results).",
-)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--results",
-    type=click.Path(exists=True, dir_okay=False),
-    help="`judge grade` results of CASES: what the judge did with each (for --stratify judge "
-    "and --uncertain).",
-)
-@click.option(
-    "--uncertain",
-    is_flag=True,
-    help="Draw only from the cases the judge abstained on (needs --results): review first.",
-)
-@click.option(
-    "--for-estimate",
-    type=click.IntRange(min=1),
-    help="Draw this many cases to label for `judge estimate` (not stratified), recording each "
-    "one's inclusion probability: uniformly, or --active.",
-)
-@click.option("--active", is_flag=True, help="--for-estimate: favour what the judge is unsure of.")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
-def sample_command(
-    cases: str,
-    size: int,
-    stratify: str,
-    seed: int,
-    results: str | None,
-    uncertain: bool,
-    for_estimate: int | None,
-    active: bool,
-    output: str,
-) -> None:
-    """Draw a stratified, seeded sample of CASES to label by hand (rare strata kept)."""
-    from judge.calibrate._sample import draw, judged_states, read_lines
-
-    if uncertain and results is None or active and results is None:
-        flag = "--uncertain" if uncertain else "--active"
-        click.echo(f"judge sample: {flag} needs --results (judge grade output)", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if active and for_estimate is None or uncertain and for_estimate:
-        click.echo("judge sample: --active goes with --for-estimate, --uncertain not", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    refuse_overlaps()
-    try:
-        if for_estimate:
-            from judge.calibrate._for_estimate import sample_for_estimate
-
-            text, note = sample_for_estimate(cases, results if active else None, for_estimate, seed)
-            Path(output).write_bytes(text)
-            return click.echo(f"{note} -> {output}")
-        raw, loaded = read_lines(cases)
-        judged = judged_states(results) if results else None
-        if uncertain and judged is not None:
-            kept = [i for i, c in enumerate(loaded) if judged.get(c.id) == "uncertain"]
-            raw, loaded = [raw[i] for i in kept], [loaded[i] for i in kept]
-        fields = [f.strip() for f in stratify.split(",") if f.strip()]
-        drawn = draw(loaded, size, fields, seed, judged)
-    except (JudgeError, ValueError) as exc:
-        click.echo(f"judge sample: {exc}", err=True)
-        sys.exit(EXIT_UNREADABLE)
-    if drawn.left_out:
-        click.echo(
-            f"judge sample: warning: {drawn.strata} strata for --n {size}: {drawn.left_out} "
-            "strata have no case in the sample (raise --n, or stratify by fewer fields)",
-            err=True,
-        )
-    Path(output).write_bytes(b"".join(raw[i] + b"\n" for i in drawn.indices))
-    click.echo(f"{len(drawn.indices)} of {len(loaded)} cases -> {output}")
-
-
 @click.command("bfcl")
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False))
 @renamed_option(
@@ -443,7 +364,6 @@ def labels_import(sample: str, csv_file: str, output: str | None, encoding: str)
 
 COMMANDS = (
     calibrate_command,
-    sample_command,
     bfcl_command,
     label_command,
     labels_group,

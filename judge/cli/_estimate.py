@@ -29,6 +29,12 @@ from judge.cli._paths import refuse_overlaps
     help="The labelled cases are a uniform random sample of GRADED, though none records "
     "its inclusion probability (`meta.inclusion_probability`).",
 )
+@click.option(
+    "--calibration",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The `judge calibrate` record of the judge that graded GRADED: its calibrated "
+    "P(correct) is the judge's prediction on the dimensions it fitted (else its verdict).",
+)
 @summary_format_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also write the JSON here.")
 def estimate_command(
@@ -36,6 +42,7 @@ def estimate_command(
     labels: str | None,
     confidence: float,
     assume_random: bool,
+    calibration: str | None,
     summary_format: str,
     output: str | None,
 ) -> None:
@@ -46,13 +53,15 @@ def estimate_command(
     refuse_overlaps()
     if not 0.0 < confidence < 1.0:
         refuse(f"--confidence must be between 0 and 1, not {confidence}")
+    from judge.calibrate._record import load_record
     from judge.calibrate._review import read_results
     from judge.calibrate._sample import read_lines
 
     try:
+        record = load_record(calibration) if calibration else None
         results = read_results(graded)
         cases = read_lines(labels)[1] if labels else []
-        found = estimate(results.values(), cases, confidence, assume_random)
+        found = estimate(results.values(), cases, confidence, assume_random, record)
     except JudgeError as exc:
         refuse(str(exc).splitlines()[0])
     for warning in found.warnings:
@@ -78,7 +87,8 @@ def print_table(found: Estimate) -> None:
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     level = f"{found.confidence:.0%}"
-    table = Table(title=f"estimates ({level} intervals; design: {found.design})")
+    design = found.design + (f", {found.strata} strata" if found.strata else "")
+    table = Table(title=f"estimates ({level} intervals; design: {design})")
     for column in ("dimension", "judge only", "labels only", f"{level} CI", "PPI", f"{level} CI"):
         table.add_column(column)
     for column in ("n labelled", "N graded", "effective labels"):

@@ -104,9 +104,7 @@ class RunReport:
         if summary_format in ("pretty", "github") or junit is not None:
             self._add_reporters(summary_format, junit, command)
 
-    def _add_reporters(
-        self, summary_format: str, junit: str | None, command: str
-    ) -> None:
+    def _add_reporters(self, summary_format: str, junit: str | None, command: str) -> None:
         from judge.cli._reporters import GithubReporter, JUnitWriter, PrettyReporter
 
         stream = self.stream

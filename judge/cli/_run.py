@@ -29,7 +29,6 @@ from judge.cli._paths import refuse_overlaps
 from judge.cli._runs import (
     JUDGE_CHOICE,
     REPORT_OPTIONS,
-    Gate,
     calls_in_text,
     closing_judge,
     finish_run,
@@ -41,6 +40,7 @@ from judge.cli._runs import (
     store_records,
     trajectory_or_exit,
 )
+from judge.cli._runs_labels import Gate, refuse_before_run
 from judge.endpoints._endpoint import OPENROUTER_URL
 from judge.judging._resume import resumed_line
 from judge.runs._agent import load_agent
@@ -208,6 +208,8 @@ def run_command(
         _refuse_batching(batching, names, loop, output)
     loaded = load_run_cases(cases, "run", shared_tools(tools_file, "run"))
     loaded = server_tools(factory, loaded, "run")
+    gate = Gate("run", fail_if_worse, metric, labels, assume_random)
+    refuse_before_run(gate, dict.fromkeys(names, {c.id for c in loaded}))
     if loop is not None:  # an agent run grades something, or is refused before any request
         nothing = nothing_to_compare(loaded, match, judged=bool(judging.get("use_judge")))
         if nothing is not None:
@@ -233,8 +235,7 @@ def run_command(
     if run.spent and run.spent[0].batches:
         lines = cost_lines(run.spent[0], price_per_mtok, batching.discount if batching else 0.5)
         click.echo("\n".join(lines), err=True)
-    report_runs(records, report_format, html, sys.stdout if output else sys.stderr,
-                Gate("run", fail_if_worse, metric, labels, assume_random))  # fmt: skip
+    report_runs(records, report_format, html, sys.stdout if output else sys.stderr, gate)
 
 
 def _refuse_max_steps(loop: AgentLoop | None) -> None:

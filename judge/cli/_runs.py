@@ -9,7 +9,6 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -34,7 +33,13 @@ from judge.cli._matching import (
     trajectory_from,
 )
 from judge.cli._paths import one_file, refuse_overlaps
-from judge.cli._runs_labels import LABEL_OPTIONS, compared
+from judge.cli._runs_labels import (
+    LABEL_OPTIONS,
+    Gate,
+    compared,
+    graded_by_model,
+    refuse_before_run,
+)
 from judge.endpoints._candidates import CandidateEndpointError
 from judge.endpoints._client import JudgeEndpointError
 from judge.judging._grade import Judge
@@ -170,6 +175,8 @@ def regrade_command(
         click.echo(
             f"judge regrade: kept as they were, not in {cases}: {', '.join(missing)}", err=True
         )
+    gate = Gate("regrade", fail_if_worse, metric, labels, assume_random)
+    refuse_before_run(gate, graded_by_model(records))
     match, factory = trajectory_or_exit(judging, "regrade")
     loaded = {case.id: case for case in server_tools(factory, list(loaded.values()), "regrade")}
     agent_runs = any(r.transcript is not None for r in records)
@@ -197,7 +204,6 @@ def regrade_command(
         )
 
     graded = finish_run(closing_judge(go(), judge), "regrade")
-    gate = Gate("regrade", fail_if_worse, metric, labels, assume_random)
     report_runs(graded, report_format, html, sys.stdout, gate)
 
 
@@ -390,17 +396,6 @@ def finish_run(work: Coroutine[Any, Any, list[RunRecord]], command: str) -> list
         )
         click.echo(f"judge {command}: {exc}{stored}", err=True)
         sys.exit(EXIT_ENDPOINT)
-
-
-@dataclass(frozen=True)
-class Gate:
-    """`--fail-if-worse BASELINE --metric M` of one command, and its `--labels`."""
-
-    command: str
-    baseline: str | None = None
-    metric: str = "pass_rate"
-    labels: str | None = None
-    assume_random: bool = False
 
 
 def report_runs(
