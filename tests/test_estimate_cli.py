@@ -157,3 +157,20 @@ def test_the_command_refuses_in_one_line(tmp_path: Path) -> None:
     assert refused.exit_code == 2
     assert refused.output.startswith("judge estimate: the labelled cases record no")
     assert refused.output.count("\n") == 1
+
+
+def test_the_html_page_shows_each_dimension(tmp_path: Path) -> None:
+    graded = write(tmp_path / "graded.jsonl", RESULTS)
+    labels = write(tmp_path / "labels.jsonl", LABELLED)
+    page = tmp_path / "estimate.html"
+    args = ["estimate", graded, "--labels", labels, "--assume-random", "--html", str(page)]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    text = page.read_text()
+    found = estimate(RESULTS, LABELLED, assume_random=True).dimensions["selection"]
+    assert found.ppi.low is not None and found.ppi.high is not None
+    assert f"[{found.ppi.low:.1%}, {found.ppi.high:.1%}]" in text
+    assert text.count("<svg") == 3 and "<h2>passed</h2>" in text  # selection, arguments, passed
+    assert "<script" not in text
+    refused = CliRunner().invoke(main, [*args[:-1], graded])  # over its own input
+    assert refused.exit_code == 2 and page.exists()

@@ -37,6 +37,11 @@ from judge.cli._paths import refuse_overlaps
 )
 @summary_format_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also write the JSON here.")
+@click.option(
+    "--html",
+    type=click.Path(dir_okay=False),
+    help="Also write the estimates as one self-contained HTML page here.",
+)
 def estimate_command(
     graded: str,
     labels: str | None,
@@ -45,6 +50,7 @@ def estimate_command(
     calibration: str | None,
     summary_format: str,
     output: str | None,
+    html: str | None,
 ) -> None:
     """The rates of GRADED (`judge grade` results) per dimension and for `passed`: the
     judge's alone, the hand labels' alone, and the prediction-powered estimate (PPI++) that
@@ -69,6 +75,10 @@ def estimate_command(
     text = found.model_dump_json(indent=2)
     if output:
         Path(output).write_text(text + "\n")
+    if html:
+        from judge.calibrate._estimate_html import render_estimate
+
+        Path(html).write_text(render_estimate(found, graded, labels), encoding="utf-8")
     if summary_format == "json":
         click.echo(text)
     else:

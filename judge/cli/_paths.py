@@ -30,7 +30,7 @@ OUTPUT_OPTIONS: dict[str, frozenset[str]] = {
     "local train": frozenset({"output", "report_path"}),
     "review": frozenset({"record"}),
     "import": frozenset({"output"}),
-    "estimate": frozenset({"output"}),
+    "estimate": frozenset({"output", "html"}),
     # These write no file named by an option: `init` writes its starter files into DIR (never
     # over one that exists), `label` its labels into SAMPLE, `local setup` and `build` the
     # embedded judge's own files.
