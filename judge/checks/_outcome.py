@@ -198,6 +198,9 @@ class Provenance(BaseModel):
     probe: str | None = None
     """The sha256 of the probe file the embedded judge decided with (None: the rubrics'
     weights decided)."""
+    aligned: str | None = None
+    """The sha256 of the aligned spec (`judge align`) whose policy and examples the prompts
+    held (None: none)."""
 
 
 class Usage(BaseModel):

@@ -43,6 +43,12 @@ judge_options = stack_options(
         help="A folder of your own rubrics (*.j2), one per dimension.",
     ),
     click.option(
+        "--aligned",
+        type=click.Path(dir_okay=False),
+        help="A spec from `judge align` (aligned.json): your labelling policy and labelled "
+        "examples in the prompts of the dimensions it chose them for.",
+    ),
+    click.option(
         "--samples",
         type=click.IntRange(min=1),
         default=1,

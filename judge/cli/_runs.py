@@ -94,6 +94,11 @@ JUDGE_CHOICE: list[Callable[..., Any]] = [
         help="The judge's model (default: JUDGE_MODEL, else the embedded judge).",
     ),
     click.option("--judge-base-url", help="The judge's endpoint (default: JUDGE_BASE_URL)."),
+    click.option(
+        "--aligned",
+        type=click.Path(dir_okay=False),
+        help="With --judge: a spec from `judge align` (your policy and labelled examples).",
+    ),
     calibration_options,
     click.option(
         "--calls-from-content",
@@ -312,8 +317,9 @@ def run_judge(
     rubric)."""
     calibration = options["calibration"]
     if not options["use_judge"]:
-        if calibration:
-            click.echo(f"judge {command}: --calibration gates the judge: add --judge", err=True)
+        if calibration or options.get("aligned"):
+            what = "--calibration gates" if calibration else "--aligned aligns"
+            click.echo(f"judge {command}: {what} the judge: add --judge", err=True)
             sys.exit(EXIT_UNREADABLE)
         return None
     model = options["judge_model"]
@@ -329,6 +335,7 @@ def run_judge(
             env=env,
             trajectory=agent_runs,
             answers=True,
+            aligned=options.get("aligned"),
         )
     except JudgeError as exc:
         click.echo(f"judge {command}: {exc}", err=True)

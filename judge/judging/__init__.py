@@ -1,7 +1,8 @@
 """The LLM judge: rubric questions to a judge model, for what needs context.
 
 - `_rubric`: rubrics as data (Jinja with a TOML header), rendered in `_sandbox`;
-- `_prompt`: the data a rubric is rendered with;
+- `_prompt`: the data a rubric is rendered with; `_aligned`: what an aligned spec (the user's
+  labelling policy, their labelled examples) adds to a dimension's prompt;
 - `_questions`: what is asked about a case (and about each of its `$judge` values), and what
   is decided without asking;
 - `_replies`: the JSON Schemas the judge's replies must fit (a value's verdict: yes or no);

@@ -23,8 +23,7 @@ from judge.checks._outcome import (
 from judge.checks._result import CaseResult
 from judge.judging._answering import Answered, Answering
 from judge.judging._decide import abstained, agreement_with_checks
-from judge.judging._questions import questions_for
-from judge.judging._rubric import RubricSet
+from judge.judging._questions import Questioner, questions_for
 from judge.judging._scored import platt
 
 V = TypeVar("V", SelectionVerdict, ArgumentVerdict, AnswerVerdict)
@@ -77,8 +76,7 @@ def settled(
 
 async def reask(
     answering: Answering,
-    rubrics: RubricSet,
-    judge_broken: bool,
+    questioner: Questioner,
     case: Case,
     checked: CaseResult,
     verdicts: Verdicts,
@@ -94,7 +92,12 @@ async def reask(
         return verdicts
     try:
         asked = questions_for(
-            case, checked, rubrics, judge_broken=judge_broken, answers=unsure_answer
+            case,
+            checked,
+            questioner.rubrics,
+            judge_broken=questioner.judge_broken,
+            answers=unsure_answer,
+            aligned=questioner.aligned,
         ).questions
     except (TemplateError, ShapeError):
         return verdicts

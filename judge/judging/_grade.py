@@ -39,6 +39,7 @@ from judge.checks._verdict import with_judge
 from judge.endpoints._client import Reply, ResponseFormat
 from judge.endpoints._endpoint import Endpoint, resolve_endpoint
 from judge.endpoints._retry import RetryPolicy
+from judge.judging._aligned import AlignedSpec, as_aligned, spec_sha256
 from judge.judging._answering import Answering
 from judge.judging._asker import Asked, Asker, FormatChoice
 from judge.judging._assemble import Escalated, Judged, Verdicts, outcome, reask, settled
@@ -96,6 +97,7 @@ class Judge:
         escalation: Judge | None = None,
         answers: bool = False,
         probe: ProbeChoice = "default",
+        aligned: str | Path | AlignedSpec | None = None,
     ) -> None:
         if samples < 1:
             raise JudgeError("samples must be at least 1")
@@ -108,6 +110,8 @@ class Judge:
         self.answers = answers and self.rubrics.answer is not None
         """Also judge the text a response ends with, with the answer rubric."""
         self.reasoning_effort = reasoning_effort
+        self.aligned = as_aligned(aligned)
+        """What the user's labels add to each dimension's prompt (`judge align`)."""
         self.extra_body = dict(extra_body or {})
         self._format_choice = response_format
         self._concurrency = concurrency
@@ -140,7 +144,7 @@ class Judge:
         )
         self._answering = Answering(self._asker, samples, self._probing, self._fits)
         self._questioner = Questioner(
-            self.rubrics, judge_broken, self.trajectory, self.answers, match, env
+            self.rubrics, judge_broken, self.trajectory, self.answers, match, env, self.aligned
         )
 
     @property
@@ -323,7 +327,7 @@ class Judge:
         """As the escalation judge: answer again exactly the `uncertain` verdicts of another
         judge (only the questions they need), keeping this judge's verdicts for them."""
         asked = Escalated(selection, list(arguments), answer=answer)
-        return await reask(self._answering, self.rubrics, self.judge_broken, case, checked, asked)
+        return await reask(self._answering, self._questioner, case, checked, asked)
 
     def check(self, case: Case) -> CaseResult:
         """The deterministic result, with the grounding evidence the judge is shown."""
@@ -408,7 +412,8 @@ def _identity_of(judge: Judge) -> Identity:
         refs = (*refs, rubrics.answer.ref)
     probe = judge.probe.ref if judge.probe is not None else None
     settings = (judge.temperature, judge.seed, judge.reasoning_effort, judge.extra_body)
-    return Identity(judge.endpoint, *settings, refs, probe)
+    aligned = spec_sha256(judge.aligned) if judge.aligned is not None else None
+    return Identity(judge.endpoint, *settings, refs, probe, aligned)
 
 
 def _without_verdicts(

@@ -18,7 +18,9 @@ LOCAL_MAX_TOKENS = 768
 """The most a generated verdict of the embedded model may run to: a verdict takes a few
 hundred tokens; a small model that loops stops there (cut off, so asked again) instead of
 writing to the end of its context at a few tokens a second."""
-_ANSWER_KEY_OMITS = frozenset({"rubrics", "response_format", "temperature", "logprobs", "probe"})
+_ANSWER_KEY_OMITS = frozenset(
+    {"rubrics", "response_format", "temperature", "logprobs", "probe", "aligned"}
+)  # an aligned spec's text is in the messages: keyed by what each question holds of it
 
 
 @dataclass
@@ -33,6 +35,8 @@ class Identity:
     rubrics: tuple[RubricRef, ...]
     """Every rubric the judge asks with (trajectory and answer rubrics included when on)."""
     probe: str | None
+    aligned: str | None = None
+    """The aligned spec's sha256 (its text is in the messages each question sends)."""
     _memo: dict[tuple[ResponseFormat, int | None], Provenance] = field(
         default_factory=dict, repr=False
     )
@@ -66,6 +70,7 @@ class Identity:
                 rubrics=self.rubrics,
                 logprobs=logprobs,
                 probe=self.probe,
+                aligned=self.aligned,
             )
         return self._memo[mode, logprobs]
 
@@ -75,7 +80,9 @@ class Identity:
         """A verdict's key. The judge without its rubric list, and the one rubric asked:
         turning the trajectory rubric on, or editing another dimension's rubric, keeps this
         question's answers."""
-        judge = judge_fields(self.provenance(mode, logprobs), exclude={"rubrics", "probe"})
+        judge = judge_fields(
+            self.provenance(mode, logprobs), exclude={"rubrics", "probe", "aligned"}
+        )
         return cache_key(
             {
                 "judge": judge,
@@ -141,10 +148,10 @@ def judge_fields(
     provenance: Provenance, exclude: set[str] | frozenset[str] = frozenset()
 ) -> dict[str, Any]:
     """The provenance as a key or a fingerprint holds it: without `logprobs` when they are not
-    asked, nor `probe` when none decides, so the keys and fingerprints of a judge without
-    them are those it always had."""
+    asked, nor `probe` when none decides, nor `aligned` without a spec, so the keys and
+    fingerprints of a judge without them are those it always had."""
     found = provenance.model_dump(mode="json", exclude=set(exclude))
-    for name in ("logprobs", "probe"):
+    for name in ("logprobs", "probe", "aligned"):
         if found.get(name) is None:
             found.pop(name, None)
     return found

@@ -5,7 +5,7 @@ asking."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from judge.cases._case import Case
@@ -34,6 +34,7 @@ from judge.checks._outcome import (
 )
 from judge.checks._result import CaseResult, Failure
 from judge.checks._structure import SchemaCache
+from judge.judging._aligned import AlignedSpec, aligned_messages
 from judge.judging._decide import DERIVED_PROBLEMS, derived_argument, settle_selection
 from judge.judging._prompt import (
     judged_value,
@@ -91,6 +92,7 @@ class Questioner:
     answers: bool = False
     match: Match | None = None
     env: EnvironmentFactory | None = None
+    aligned: AlignedSpec | None = None
     schemas: SchemaCache = field(default_factory=SchemaCache)
 
     def check(self, case: Case) -> CaseResult:
@@ -105,6 +107,7 @@ class Questioner:
             judge_broken=self.judge_broken,
             trajectory=self.trajectory,
             answers=self.answers,
+            aligned=self.aligned,
         )
 
 
@@ -116,8 +119,10 @@ def questions_for(
     judge_broken: bool = False,
     trajectory: bool = False,
     answers: bool = False,
+    aligned: AlignedSpec | None = None,
 ) -> Questions:
-    """The verdicts decided without asking, and the questions left for the judge."""
+    """The verdicts decided without asking, and the questions left for the judge (with
+    what an aligned spec adds to each dimension's prompt)."""
     variables = rubric_variables(case, checked)
     scored = rubrics.selection.scored or rubrics.arguments.scored
     per_call = (
@@ -151,7 +156,17 @@ def questions_for(
         questions.append(_answer(case, rubrics.answer, variables))
     if rubrics.value is not None:  # last: the case's own questions keep their shared prefix
         questions.extend(_values(case, checked, rubrics.value, variables))
+    if aligned is not None:
+        questions = [_aligned(question, aligned, case) for question in questions]
     return Questions(selection, derived, questions)
+
+
+def _aligned(question: Question, spec: AlignedSpec, case: Case) -> Question:
+    """The question with the policy and examples its dimension's alignment adds."""
+    alignment = spec.alignment(question.dimension)
+    if alignment is None:
+        return question
+    return replace(question, messages=aligned_messages(question.messages, alignment, case))
 
 
 def _values(

@@ -1,0 +1,186 @@
+"""An aligned judge's spec (`aligned.json`, written by `judge align`): per dimension, what
+the user's own labels add to the judge's prompt (their labelling policy, labelled examples
+of their own cases, or nothing), and the text it adds.
+
+The policy and the examples go at the end of the rubric's system message, after its own
+definition of what is correct: a fixed prefix that a server's prompt cache serves after
+the first case. A case is never its own example: an example whose id or content hash is the
+graded case's is left out of that case's prompt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from judge._errors import InputError
+from judge.cases._case import Case
+from judge.cases._hash import content_hash
+from judge.judging._sandbox import shorten
+
+AlignedDimension = Literal["selection", "arguments", "answer"]
+ALIGNED_DIMENSIONS: tuple[AlignedDimension, ...] = ("selection", "arguments", "answer")
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+"""The largest spec read: a spec holds a few dozen examples, each a few thousand characters."""
+EXAMPLE_CHARS = 1500
+"""The most characters of one example's text shown to the judge (longer text is cut)."""
+_POLICY = "The user's labelling policy, which decides what counts as correct:"
+_EXAMPLES = "Labelled examples from the user's own data (their labels decide; follow them):"
+
+
+class LabelledExample(BaseModel):
+    """One labelled case of the user's, as the judge is shown it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    """The labelled case's id."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """`case_content_sha256` of the labelled case: what it is recognised by under another id."""
+    label: Literal["correct", "incorrect"]
+    note: str | None = None
+    """The labeller's note, shown with the label."""
+    text: str = Field(min_length=1)
+    """The case as shown to the judge (`example_text`): request, tools named, the calls."""
+
+
+class DimensionAlignment(BaseModel):
+    """What one dimension's prompt gets: nothing (`base`), the policy, examples, or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    choice: Literal["base", "policy", "examples", "examples+policy"]
+    why: str
+    """Why this choice (held-out kappa before and after, or why the base was kept)."""
+    policy: str | None = None
+    """The user's labelling rule in their own words (needed by a choice with `policy`)."""
+    examples: tuple[LabelledExample, ...] = ()
+    """Needed by a choice with `examples`."""
+    measured: dict[str, Any] = Field(default_factory=dict)
+    """What the fitting measured (kappas, intervals): not part of the spec's hash."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> DimensionAlignment:
+        if "policy" in self.choice and not (self.policy or "").strip():
+            raise ValueError(f"choice {self.choice!r} needs a non-empty policy")
+        if "examples" in self.choice and not self.examples:
+            raise ValueError(f"choice {self.choice!r} needs at least one example")
+        return self
+
+    @property
+    def uses_policy(self) -> bool:
+        return "policy" in self.choice
+
+    @property
+    def uses_examples(self) -> bool:
+        return "examples" in self.choice
+
+
+class AlignedSpec(BaseModel):
+    """An aligned judge: per dimension (selection, arguments, answer), what its prompt gets."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1]
+    dimensions: dict[AlignedDimension, DimensionAlignment] = Field(default_factory=dict)
+
+    def alignment(self, dimension: str) -> DimensionAlignment | None:
+        """The dimension's alignment, or None where its prompt is the base judge's."""
+        for name, found in self.dimensions.items():
+            if name == dimension and found.choice != "base":
+                return found
+        return None
+
+
+def load_aligned(path: str | Path) -> AlignedSpec:
+    """Read a spec file; `InputError` naming the file (and the JSON pointer of a bad field)
+    for one that is too large, not JSON, or not a spec."""
+    path = Path(path)
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the aligned spec: {exc.strerror or exc}") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise InputError(f"{path}: the aligned spec is over {MAX_SPEC_BYTES:,} bytes")
+    try:
+        parsed = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: the aligned spec is not JSON: {exc}") from None
+    try:
+        return AlignedSpec.model_validate(parsed)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        pointer = "".join(f"/{part}" for part in first["loc"])
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InputError(f"{path}: {pointer or '/'}: {first['msg']}{more}") from None
+
+
+def as_aligned(aligned: str | Path | AlignedSpec | None) -> AlignedSpec | None:
+    """A spec given as a file or as itself."""
+    return aligned if isinstance(aligned, AlignedSpec) or aligned is None else load_aligned(aligned)
+
+
+def spec_sha256(spec: AlignedSpec) -> str:
+    """The spec's hash: its canonical JSON without what the fitting measured."""
+    dumped = spec.model_dump(mode="json")
+    for dimension in dumped["dimensions"].values():
+        dimension.pop("measured", None)
+    return content_hash(dumped)
+
+
+def case_content_sha256(case: Case) -> str:
+    """A case's content hash as an example records it: what the judge sees of it (the
+    conversation, the tools, the response), never its id, labels or metadata."""
+    return content_hash(case.model_dump(include={"messages", "tools", "response"}, mode="json"))
+
+
+def example_text(case: Case, limit: int = EXAMPLE_CHARS) -> str:
+    """A labelled case as an example shows it, compact: the last user request, the tools by
+    name, the response's calls with their arguments (or its text), cut to `limit` (a long
+    request to half of it, so that the calls are still shown)."""
+    users = [m for m in case.messages if m.get("role") == "user"]
+    request = users[-1].get("content") if users else None
+    lines = [f"Request: {shorten(request if request is not None else '(none)', limit // 2)}"]
+    lines.append(f"Tools: {shorten(', '.join(t.name for t in case.tools) or '(none)', limit // 4)}")
+    calls = case.tool_calls
+    if calls:
+        lines.extend(f"Call: {c.name}({shorten(c.arguments, limit // 4)})" for c in calls)
+    elif case.response is not None:
+        lines.append(f"Reply (no call): {shorten(case.response.content or '', limit // 2)}")
+    return shorten("\n".join(lines), limit)
+
+
+def aligned_messages(
+    messages: list[dict[str, str]], alignment: DimensionAlignment, case: Case
+) -> list[dict[str, str]]:
+    """The rendered messages with the policy and the examples (all but the case's own) at
+    the end of the system message."""
+    parts = []
+    if alignment.uses_policy and alignment.policy:
+        parts.append(f"{_POLICY}\n<policy>\n{_plain(alignment.policy.strip())}\n</policy>")
+    if alignment.uses_examples:
+        own = case_content_sha256(case)
+        shown = [e for e in alignment.examples if e.id != case.id and e.sha256 != own]
+        if shown:
+            parts.append("\n".join([_EXAMPLES, *(_example(e) for e in shown)]))
+    if not parts:
+        return messages
+    if not messages or messages[0].get("role") != "system":  # a rubric without a system part
+        return [{"role": "system", "content": "\n\n".join(parts)}, *messages]
+    system, *rest = messages
+    content = "\n\n".join([system["content"], *parts])
+    return [{**system, "content": content}, *rest]
+
+
+def _example(example: LabelledExample) -> str:
+    note = f"\nNote: {_plain(example.note)}" if example.note else ""
+    text = _plain(shorten(example.text, EXAMPLE_CHARS))
+    return f'<example label="{example.label}">\n{text}{note}\n</example>'
+
+
+def _plain(text: str) -> str:
+    # As the rubric sandbox prints untrusted text: it can never close a rubric's own tags.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
