@@ -194,3 +194,16 @@ def test_labels_that_are_most_of_the_graded_cases_still_cover(weighted: bool) ->
         assert found.low is not None and found.high is not None
         held += found.low <= TRUE_RATE <= found.high
     assert 0.92 <= held / 400 <= 0.98
+
+
+def test_a_weighted_draw_at_lambda_zero_is_the_labels_alone() -> None:
+    rng = np.random.default_rng(7)
+    y, f = population(rng, 0.8)
+    labelled = rng.choice(N, n, replace=False)
+    pi = rng.uniform(0.05, 0.5, n)
+    alone = labels_only(y[labelled], pi=pi)
+    zero = ppi_mean(y[labelled], f[labelled], f, pi=pi, lam=0.0)
+    assert (zero.value, zero.variance) == pytest.approx((alone.value, alone.variance))
+    tuned = ppi_mean(y[labelled], f[labelled], f, pi=pi)
+    assert tuned.variance is not None and alone.variance is not None
+    assert tuned.variance < alone.variance  # a good judge narrows a weighted draw too

@@ -13,9 +13,11 @@ Counting the labelled cases among the unlabelled ones too, as passing every grad
 the labels are a large share of the graded cases.
 
 A draw with unequal probabilities (or strata): theta = lambda * mean_N(f) + the Hajek mean
-of y - lambda f, variance Var(y) / N (the graded cases' own spread) + the Hajek mean's;
-lambda the weighted Cov(y, f) / Var(f). With inclusion probabilities pi_i the labelled
-terms' mean is the Hajek one,
+of y - lambda f; variance the Hajek mean's (with replacement, or stratified) + (Var(y) -
+Var(y - lambda f)) / N: the graded cases' own spread, Var(y) / N, less the share of it the
+with-replacement variance already holds (exactly, for a simple random sample), so that at
+lambda 0 it is the labels' alone; lambda the weighted Cov(y, f) / Var(f). With inclusion
+probabilities pi_i the labelled terms' mean is the Hajek one,
 sum x_i / pi_i over sum 1 / pi_i (equal pi: the plain mean; a stratified design: the
 Horvitz-Thompson mean), and its variance the linearised with-replacement one, sum (x_i -
 mean)^2 / pi_i^2 over (sum 1 / pi_i)^2: conservative for a fixed-size design drawn without
@@ -178,9 +180,14 @@ def ppi_mean(
     if weights is None and strata is None:
         value, variance = _uniform(labels, predicted, everyone, lam)
     else:
-        rectified, rectified_variance = _design(labels - lam * predicted, weights, strata)
+        residual = labels - lam * predicted
+        rectified, rectified_variance = _design(residual, weights, strata)
         value = lam * float(everyone.mean()) + rectified
-        variance = _spread(labels, weights) / population + rectified_variance
+        # the graded cases' own spread, less what the design's with-replacement variance
+        # already counts of it (exactly so for a simple random sample): at lambda 0, the
+        # labels alone
+        own = (_spread(labels, weights) - _spread(residual, weights)) / population
+        variance = max(rectified_variance + own, 0.0)
     return PPIMean(value, *_normal(value, variance, confidence), variance, lam)
 
 

@@ -160,12 +160,29 @@ def _sample_and_judge(sample: str, options: dict[str, Any]) -> tuple[list[Any], 
         cases = list(loaded)
         answers = "answer" in dimensions_of(cases)  # answer labels: answers judged and measured
         judge = make_judge({**options, "answers": answers})
+        _refuse_fitted_on(judge, cases)
     except (JudgeError, InputError) as exc:
         click.echo(f"judge calibrate: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
     for error in loaded.errors:
         click.echo(f"judge calibrate: skipped {error}", err=True)
     return cases, judge
+
+
+def _refuse_fitted_on(judge: Judge, cases: list[Any]) -> None:
+    """`InputError` when some labelled cases are ones the aligned spec was fitted on: its
+    kappa on them would not be held out."""
+    if judge.aligned is None:
+        return
+    labelled = [c for c in cases if c.labels is not None]
+    fitted = judge.aligned.fitted_among(labelled)
+    if fitted:
+        shown = ", ".join(fitted[:3]) + (", ..." if len(fitted) > 3 else "")
+        raise InputError(
+            f"{len(fitted)} of the {len(labelled)} labelled cases ({shown}) are ones the "
+            "--aligned spec was fitted on: calibration needs new labels, ones `judge align` "
+            "never saw"
+        )
 
 
 async def _grade_all(

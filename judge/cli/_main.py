@@ -52,6 +52,7 @@ _LAZY_COMMANDS = {
     "probe": "judge.cli._probe",
     "rubric": "judge.cli._rubric",
     "calibrate": "judge.cli._data",
+    "align": "judge.cli._align",
     "sample": "judge.cli._sample",
     "bfcl": "judge.cli._data",
     "label": "judge.cli._data",

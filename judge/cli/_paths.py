@@ -23,6 +23,7 @@ OUTPUT_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset({"html"}),
     "regrade": frozenset({"output", "html"}),
     "calibrate": frozenset({"output", "results_out", "disagreements", "report"}),
+    "align": frozenset({"output"}),
     "sample": frozenset({"output"}),
     "bfcl": frozenset({"output"}),
     "labels export": frozenset({"output"}),

@@ -10,6 +10,7 @@ graded case's is left out of that case's prompt."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -78,6 +79,17 @@ class DimensionAlignment(BaseModel):
         return "examples" in self.choice
 
 
+class FittedCase(BaseModel):
+    """A labelled case a spec was fitted on: `judge calibrate --aligned` refuses to measure
+    the spec on it (calibration needs labels the fitting never saw)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """`case_content_sha256` of the case."""
+
+
 class AlignedSpec(BaseModel):
     """An aligned judge: per dimension (selection, arguments, answer), what its prompt gets."""
 
@@ -85,6 +97,14 @@ class AlignedSpec(BaseModel):
 
     version: Literal[1]
     dimensions: dict[AlignedDimension, DimensionAlignment] = Field(default_factory=dict)
+    fitted_on: tuple[FittedCase, ...] = ()
+    """The labelled cases `judge align` fitted the spec on (not part of the spec's hash)."""
+
+    def fitted_among(self, cases: Iterable[Case]) -> list[str]:
+        """The ids of `cases` the spec was fitted on (by id or by content hash)."""
+        ids = {f.id for f in self.fitted_on}
+        hashes = {f.sha256 for f in self.fitted_on}
+        return [c.id for c in cases if c.id in ids or case_content_sha256(c) in hashes]
 
     def alignment(self, dimension: str) -> DimensionAlignment | None:
         """The dimension's alignment, or None where its prompt is the base judge's."""
@@ -126,6 +146,7 @@ def as_aligned(aligned: str | Path | AlignedSpec | None) -> AlignedSpec | None:
 def spec_sha256(spec: AlignedSpec) -> str:
     """The spec's hash: its canonical JSON without what the fitting measured."""
     dumped = spec.model_dump(mode="json")
+    dumped.pop("fitted_on", None)
     for dimension in dumped["dimensions"].values():
         dimension.pop("measured", None)
     return content_hash(dumped)

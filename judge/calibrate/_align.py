@@ -1,0 +1,255 @@
+"""`judge align`: per dimension, the candidate (base, policy, examples, examples+policy) that
+makes the judge agree more with the user's labels, chosen by nested cross-validation and kept
+only where its held-out kappa beats the base's.
+
+Folds are by case, a conversation's cases in one. For each outer fold, an inner
+cross-validation on the other folds picks the candidate with the best inner kappa (ties to the
+simpler: base, policy, examples, examples+policy); the outer fold's cases are graded with it,
+its examples drawn from the other folds only. The pooled outer verdicts give the kappa
+"after", the base's held-out verdicts the kappa "before". A case is never in its own prompt:
+a fold's examples come from other folds (and the judge leaves out an example that is the
+graded case by id or content hash)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from judge.calibrate._agreement import dimension_stats, judge_verdict
+from judge.calibrate._align_folds import (
+    assign_folds,
+    draw_examples,
+    fitted_dimensions,
+    kappa,
+    label_counts,
+    label_of,
+)
+from judge.cases._case import Case
+from judge.checks._result import CaseResult
+from judge.judging._aligned import (
+    AlignedDimension,
+    AlignedSpec,
+    DimensionAlignment,
+    FittedCase,
+    case_content_sha256,
+)
+
+Candidate = Literal["base", "policy", "examples", "examples+policy"]
+SIMPLEST_FIRST: tuple[Candidate, ...] = ("base", "policy", "examples", "examples+policy")
+Grader = Callable[[AlignedSpec | None, list[Case]], Awaitable[list[CaseResult]]]
+"""Grades cases with a judge aligned by the spec (None: the base judge)."""
+Verdicts = dict[int, dict[AlignedDimension, str | None]]
+"""Per case index, per dimension, the judge's verdict (None: none usable)."""
+
+
+@dataclass
+class Held:
+    """One candidate's held-out figures on one dimension."""
+
+    n: int
+    kappa: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "kappa": self.kappa, "ci_low": self.ci_low, "ci_high": self.ci_high}
+
+
+@dataclass
+class DimensionFit:
+    """What the fitting measured on one dimension and what it chose."""
+
+    dimension: AlignedDimension
+    labels: int
+    choice: Candidate
+    why: str
+    candidates: dict[Candidate, Held] = field(default_factory=dict)
+    before: Held | None = None
+    after: Held | None = None
+    per_fold: list[Candidate] = field(default_factory=list)
+    """The candidate each outer fold's inner cross-validation chose."""
+
+
+@dataclass
+class AlignmentFit:
+    spec: AlignedSpec
+    fits: list[DimensionFit]
+    left_base: dict[AlignedDimension, int]
+    """Dimensions with some labels, but too few: left base, with their count."""
+    folds: int
+
+
+class _Fitting:
+    """The graded verdicts of every (candidate, training folds) the nested CV needs."""
+
+    def __init__(
+        self, cases: Sequence[Case], dimensions: list[AlignedDimension], policy: str | None,
+        k: int, seed: int, fold_of: list[int],
+    ) -> None:  # fmt: skip
+        self.cases, self.dimensions, self.policy = list(cases), dimensions, policy
+        self.k, self.seed, self.fold_of = k, seed, fold_of
+        self.folds = frozenset(fold_of)
+        self.candidates: tuple[Candidate, ...] = tuple(
+            c for c in SIMPLEST_FIRST if policy or "policy" not in c
+        )
+        self.graded: dict[tuple[Candidate, frozenset[int]], Verdicts] = {}
+
+    def spec(self, candidate: Candidate, train: frozenset[int]) -> AlignedSpec | None:
+        """The candidate's spec with its examples drawn from the training folds only."""
+        if candidate == "base":
+            return None
+        indices = [i for i, f in enumerate(self.fold_of) if f in train]
+        dimensions: dict[AlignedDimension, DimensionAlignment] = {}
+        for d in self.dimensions:
+            examples = draw_examples(self.cases, indices, d, self.k, self.seed)
+            choice = candidate if examples or "examples" not in candidate else "base"
+            dimensions[d] = DimensionAlignment(
+                choice=choice,
+                why="a candidate being measured",
+                policy=self.policy if "policy" in choice else None,
+                examples=examples if "examples" in choice else (),
+            )
+        return AlignedSpec(version=1, dimensions=dimensions)
+
+    def trains(self) -> list[frozenset[int]]:
+        """Every training set the nested CV grades with: all but one fold (the outer), all
+        but two (an outer and an inner)."""
+        alone = [self.folds - {o} for o in sorted(self.folds)]
+        pairs = {self.folds - {o, i} for o in self.folds for i in self.folds if o != i}
+        return [*alone, *sorted(pairs, key=sorted)]
+
+    async def grade(self, grader: Grader) -> None:
+        for candidate in self.candidates:
+            if "examples" not in candidate:  # the same prompt for every fold: graded once
+                everyone = list(range(len(self.cases)))
+                self.graded[candidate, self.folds] = await self._verdicts(
+                    grader, self.spec(candidate, self.folds), everyone
+                )
+                continue
+            for train in self.trains():
+                held = [i for i, f in enumerate(self.fold_of) if f not in train]
+                self.graded[candidate, train] = await self._verdicts(
+                    grader, self.spec(candidate, train), held
+                )
+
+    async def _verdicts(
+        self, grader: Grader, spec: AlignedSpec | None, indices: list[int]
+    ) -> Verdicts:
+        results = await grader(spec, [self.cases[i] for i in indices])
+        return {
+            i: {d: judge_verdict(r, d)[0] for d in self.dimensions}
+            for i, r in zip(indices, results, strict=True)
+        }
+
+    def verdict(self, candidate: Candidate, train: frozenset[int], i: int, d: AlignedDimension
+                ) -> str | None:  # fmt: skip
+        """Case i's verdict by the candidate built from the training folds (never its own)."""
+        assert self.fold_of[i] not in train or "examples" not in candidate
+        key = train if "examples" in candidate else self.folds
+        return self.graded[candidate, key][i][d]
+
+    def pairs(self, candidate: Candidate, d: AlignedDimension, cases: list[int],
+              leave_out: frozenset[int] = frozenset()) -> list[tuple[str, str]]:  # fmt: skip
+        """(label, verdict) of the cases, each graded with the training folds that leave out
+        its own fold and `leave_out`."""
+        found = []
+        for i in cases:
+            label = label_of(self.cases[i], d)
+            verdict = self.verdict(candidate, self.folds - leave_out - {self.fold_of[i]}, i, d)
+            if label is not None and verdict is not None:
+                found.append((label, verdict))
+        return found
+
+    def best(self, d: AlignedDimension, cases: list[int], leave_out: frozenset[int]) -> Candidate:
+        """The candidate with the best kappa over the cases (ties to the simpler)."""
+        scores = {c: kappa(self.pairs(c, d, cases, leave_out)) for c in self.candidates}
+        return max(self.candidates, key=lambda c: (_score(scores[c]), -SIMPLEST_FIRST.index(c)))
+
+    def fit(self, d: AlignedDimension, labels: int) -> DimensionFit:
+        labelled = [i for i, c in enumerate(self.cases) if label_of(c, d) is not None]
+        held = {c: _held(self.pairs(c, d, labelled)) for c in self.candidates}
+        after: list[tuple[str, str]] = []
+        per_fold: list[Candidate] = []
+        for outer in sorted(self.folds):
+            inner = [i for i in labelled if self.fold_of[i] != outer]
+            chosen = self.best(d, inner, frozenset({outer}))
+            per_fold.append(chosen)
+            after += self.pairs(chosen, d, [i for i in labelled if self.fold_of[i] == outer])
+        before, nested = held["base"], _held(after)
+        best = self.best(d, labelled, frozenset())
+        wins = best != "base" and _score(nested.kappa) > _score(before.kappa)
+        figures = f"nested held-out kappa {_shown(nested)} against the base's {_shown(before)}"
+        why = (
+            f"{best}: {figures}" if wins
+            else f"base kept: no candidate beat the base held out ({figures})"
+        )  # fmt: skip
+        return DimensionFit(d, labels, best if wins else "base", why, held, before, nested,
+                            per_fold)  # fmt: skip
+
+
+async def fit_alignment(
+    cases: Sequence[Case], grader: Grader, *, policy: str | None = None, folds: int = 5,
+    k: int = 4, seed: int = 0,
+) -> AlignmentFit:  # fmt: skip
+    """Fit the spec on the labelled cases (`InputError` where no dimension has labels
+    enough, or the cases hold too few conversations to nest the folds)."""
+    counts = label_counts(cases)
+    dimensions = fitted_dimensions(counts)
+    fold_of = assign_folds(cases, folds, seed)
+    fitting = _Fitting(cases, dimensions, policy, k, seed, fold_of)
+    await fitting.grade(grader)
+    fits = [fitting.fit(d, counts[d]) for d in dimensions]
+    left_base = {d: n for d, n in counts.items() if n > 0 and d not in dimensions}
+    everyone = list(range(len(cases)))
+    spec_dimensions: dict[AlignedDimension, DimensionAlignment] = {}
+    for found in fits:
+        examples = draw_examples(cases, everyone, found.dimension, k, seed)  # from all labels
+        spec_dimensions[found.dimension] = DimensionAlignment(
+            choice=found.choice,
+            why=found.why,
+            policy=policy if "policy" in found.choice else None,
+            examples=examples if "examples" in found.choice else (),
+            measured=_measured(found, len(set(fold_of)), k, seed),
+        )
+    for d, n in left_base.items():
+        spec_dimensions[d] = DimensionAlignment(
+            choice="base", why=f"base kept: {n} labels, too few to align on"
+        )
+    fitted_on = tuple(
+        FittedCase(id=c.id, sha256=case_content_sha256(c))
+        for c in cases
+        if any(label_of(c, d) is not None for d in counts)
+    )
+    spec = AlignedSpec(version=1, dimensions=spec_dimensions, fitted_on=fitted_on)
+    return AlignmentFit(spec, fits, left_base, len(set(fold_of)))
+
+
+def _measured(found: DimensionFit, folds: int, k: int, seed: int) -> dict[str, Any]:
+    assert found.before is not None and found.after is not None
+    return {
+        "labels": found.labels,
+        "folds": folds,
+        "k": k,
+        "seed": seed,
+        "before": found.before.as_dict(),
+        "after": found.after.as_dict(),
+        "candidates": {c: h.as_dict() for c, h in found.candidates.items()},
+        "chosen_per_fold": found.per_fold,
+    }
+
+
+def _held(pairs: list[tuple[str, str]]) -> Held:
+    stats = dimension_stats(pairs, {})
+    return Held(stats.n, stats.kappa, stats.ci_low, stats.ci_high)
+
+
+def _score(value: float | None) -> float:
+    return -2.0 if value is None else value
+
+
+def _shown(held: Held) -> str:
+    if held.kappa is None:
+        return f"n/a (n={held.n})"
+    interval = "" if held.ci_low is None else f" [{held.ci_low:.2f}, {held.ci_high:.2f}]"
+    return f"{held.kappa:.2f}{interval} (n={held.n})"

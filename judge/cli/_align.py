@@ -1,0 +1,164 @@
+"""`judge align`: fit an aligned spec (aligned.json) on the user's labelled cases, by nested
+cross-validation, and say per dimension what each candidate did held out."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from judge._errors import InputError, JudgeError
+from judge.calibrate._align import AlignmentFit, DimensionFit, Held, fit_alignment
+from judge.calibrate._align_folds import refuse_duplicate_ids
+from judge.cases._case import Case
+from judge.cases._loading import load_cases
+from judge.checks._result import CaseResult
+from judge.cli._common import EXIT_ENDPOINT, EXIT_UNREADABLE, progress_bar
+from judge.cli._judge_options import judge_options, make_judge
+from judge.cli._paths import refuse_overlaps
+from judge.endpoints._client import JudgeEndpointError
+from judge.judging._aligned import AlignedSpec
+
+MAX_POLICY_CHARS = 8000
+"""The longest policy read: it joins every prompt of the dimensions it is chosen for."""
+
+
+@click.command("align")
+@click.argument("labelled", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Write the aligned spec here (read by --aligned), overwritten.",
+)
+@click.option(
+    "--policy",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Your labelling rule in your own words (a text or Markdown file): a candidate.",
+)
+@click.option(
+    "--folds",
+    type=click.IntRange(min=3),
+    default=5,
+    show_default=True,
+    help="Outer folds of the nested cross-validation (by case, a conversation in one).",
+)
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Labelled examples in the examples candidates' prompts.",
+)
+@click.option(
+    "--fold-seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seeds the folds and the examples drawn (--seed is the judge's own).",
+)
+@judge_options
+def align_command(
+    labelled: tuple[str, ...], output: str, policy: str | None, folds: int, k: int,
+    fold_seed: int, **options: Any,
+) -> None:  # fmt: skip
+    """Choose per dimension, by nested cross-validation on the labels of LABELLED, whether
+    your policy, labelled examples of your own cases, both or neither go into the judge's
+    prompt; keep a choice only where it beats the base judge held out."""
+    refuse_overlaps()
+    try:
+        cases = _labelled(labelled)
+        policy_text = _policy(policy) if policy else None
+        answers = any(c.labels is not None and c.labels.answer is not None for c in cases)
+        options = {**options, "answers": answers}
+        make_judge(options)  # its options refused before any request
+        fitted = asyncio.run(_fit(cases, options, policy_text, folds, k, fold_seed))
+    except (JudgeError, InputError) as exc:
+        click.echo(f"judge align: {exc}", err=True)
+        sys.exit(EXIT_UNREADABLE)
+    except JudgeEndpointError as exc:
+        click.echo(f"judge align: {exc}", err=True)
+        sys.exit(EXIT_ENDPOINT)
+    Path(output).write_text(fitted.spec.model_dump_json(indent=2) + "\n")
+    _print(fitted, output)
+
+
+def _labelled(paths: tuple[str, ...]) -> list[Case]:
+    sources: list[tuple[str, list[Case]]] = []
+    for path in paths:
+        loaded = load_cases(path)
+        for error in loaded.errors:
+            click.echo(f"judge align: skipped {error}", err=True)
+        sources.append((path, list(loaded)))
+    refuse_duplicate_ids(sources)
+    return [c for _, cases in sources for c in cases]
+
+
+def _policy(path: str) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the policy: {exc}") from None
+    if not text.strip():
+        raise InputError(f"{path}: the policy is empty")
+    if len(text) > MAX_POLICY_CHARS:
+        raise InputError(
+            f"{path}: the policy is {len(text):,} characters, over {MAX_POLICY_CHARS:,}: too "
+            "long for the judge's context (say the rule shorter)"
+        )
+    return text.strip()
+
+
+async def _fit(
+    cases: list[Case], options: dict[str, Any], policy: str | None, folds: int, k: int,
+    seed: int,
+) -> AlignmentFit:  # fmt: skip
+    with progress_bar("aligning", 0, sys.stderr.isatty()) as step:
+
+        async def grader(spec: AlignedSpec | None, chosen: list[Case]) -> list[CaseResult]:
+            async with make_judge({**options, "aligned": spec}) as judge:
+                return list(await judge.grade(chosen, on_result=lambda _: step(1)))
+
+        return await fit_alignment(cases, grader, policy=policy, folds=folds, k=k, seed=seed)
+
+
+def _print(fitted: AlignmentFit, output: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    for found in fitted.fits:
+        table = Table(
+            title=f"{found.dimension}: {found.labels} labels, {fitted.folds} folds (held out)",
+            title_justify="left",
+        )
+        for column in ("candidate", "n", "held-out kappa", "95% CI", "chosen"):
+            table.add_column(column)
+        for name, held in found.candidates.items():
+            table.add_row(name, str(held.n), *_figures(held), _chosen(found, name))
+        assert found.after is not None
+        table.add_row("nested (after)", str(found.after.n), *_figures(found.after), "")
+        console.print(table)
+        console.print(f"{found.dimension}: {found.why}")
+    for dimension, count in fitted.left_base.items():
+        console.print(f"{dimension}: left base, {count} labels (fewer than 20)")
+    console.print(f"aligned spec: {output}")
+
+
+def _figures(held: Held) -> tuple[str, str]:
+    if held.kappa is None:
+        return "n/a", "n/a"
+    interval = "n/a" if held.ci_low is None else f"[{held.ci_low:.2f}, {held.ci_high:.2f}]"
+    return f"{held.kappa:.2f}", interval
+
+
+def _chosen(found: DimensionFit, name: str) -> str:
+    return "yes" if found.choice == name else ""
+
+
+COMMANDS = (align_command,)
