@@ -118,6 +118,8 @@ SETUPS = {
     "import": Setup(("import", "otel", "{trace}"), (("files", "trace"),)),
     "estimate": Setup(("estimate", "{results}", "--labels", "{sample}"),
                       (("graded", "results"), ("labels", "sample"))),
+    "align": Setup(("align", "{sample}", "--policy", "{policy}", "--aligned", "{spec}", *JUDGE),
+                   (("labelled", "sample"), ("policy", "policy"), ("aligned", "spec"))),
 }  # fmt: skip
 VARIANTS = ("same-path", "spelled-otherwise", "symlink", "hard-link")
 
@@ -166,7 +168,11 @@ class Workspace:
             "csv": root / "labels.csv",
             "trace": root / "trace.json",
             "runs": root / "runs.jsonl",
+            "policy": root / "policy.md",
+            "spec": root / "aligned.json",
         }
+        self.files["policy"].write_text("a call is right when it names the city\n")
+        self.files["spec"].write_text('{"version": 1}\n')
         self.files["tools"].write_text(json.dumps(TOOLS))
         self.files["probe"].write_text("{}\n")
         self.files["sample"].write_text("".join(SAMPLE.read_text().splitlines(True)[:4]))

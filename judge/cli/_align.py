@@ -72,6 +72,11 @@ def align_command(
     prompt; keep a choice only where it beats the base judge held out."""
     refuse_overlaps()
     try:
+        if options.get("aligned"):
+            raise InputError(
+                "--aligned: judge align fits a spec from the base judge; give "
+                "the spec it writes to grade, calibrate, run or serve"
+            )
         cases = _labelled(labelled)
         policy_text = _policy(policy) if policy else None
         answers = any(c.labels is not None and c.labels.answer is not None for c in cases)
