@@ -29,7 +29,7 @@ OUTPUT_OPTIONS: dict[str, frozenset[str]] = {
     "labels export": frozenset({"output"}),
     "labels import": frozenset({"output"}),
     "local train": frozenset({"output", "report_path"}),
-    "review": frozenset({"record"}),
+    "review": frozenset({"record", "aligned_out"}),
     "import": frozenset({"output"}),
     "estimate": frozenset({"output", "html"}),
     # These write no file named by an option: `init` writes its starter files into DIR (never

@@ -19,7 +19,9 @@ from judge.cli._service import allow_host_option
 
 if TYPE_CHECKING:
     from judge.calibrate._review import Review
+    from judge.calibrate._review_align import ReviewAlign
     from judge.cases._case import Case
+    from judge.judging._aligned import AlignedSpec
 
 _refuse = refuser("judge review")
 
@@ -45,6 +47,12 @@ _review_options = stack_options(
         show_default=True,
         type=click.Path(dir_okay=False),
         help="Where the page's button writes the calibration record.",
+    ),
+    click.option(
+        "--aligned-out",
+        type=click.Path(dir_okay=False),
+        help="Where the page's align button writes the aligned spec (as `judge align -o`; "
+        "default: <record stem>.aligned.json beside --record).",
     ),
     click.option(
         "--min-kappa",
@@ -87,6 +95,7 @@ def review_command(
     port: int,
     host: str,
     record: str,
+    aligned_out: str | None,
     min_kappa: float,
     strict: bool,
     low_confidence: float,
@@ -100,15 +109,17 @@ def review_command(
     the keyboard, each answer written to SAMPLE at once; the judge's agreement with the
     labels as you go, and a button that writes the calibration record from them. The judge
     options name the judge that gave --results (the record is bound to it); nothing is
-    asked of it."""
+    asked of it but by the align button, which fits an aligned spec as `judge align` does."""
     import uvicorn
 
+    from judge.calibrate._review_align import aligned_beside
     from judge.service._review import create_review_app
     from judge.service._token import TOKEN_ENV, service_token
 
     token = service_token()
     _refuse_unsafe(sample, host, token)
-    refuse_overlaps()
+    aligned_out = aligned_out or str(aligned_beside(record))
+    refuse_overlaps(aligned_out=aligned_out)
     review, cases = _read_review(
         sample,
         results,
@@ -129,7 +140,9 @@ def review_command(
         + (f"#token=<{TOKEN_ENV}>" if token else ""),
         err=True,
     )
-    app = create_review_app(review, token=token, hosts=allow_hosts)
+    app = create_review_app(
+        review, token=token, hosts=allow_hosts, aligner=_aligner(review, options, aligned_out)
+    )
     if open_browser:
         import threading
         import webbrowser
@@ -185,6 +198,20 @@ def _read_review(
     except (InputError, JudgeError, ValueError) as exc:
         _refuse(str(exc))
     return review, cases
+
+
+def _aligner(review: Review, options: dict[str, Any], output: str) -> ReviewAlign:
+    """The align button's action: the review's judge, base (align fits from it)."""
+    from judge.calibrate._review_align import ReviewAlign
+
+    if options.get("aligned"):
+        why = "the judge is given --aligned: align fits a spec from the base judge"
+        return ReviewAlign(review, None, output, unavailable=why)
+
+    def judge_with(answers: bool, spec: AlignedSpec | None) -> Any:
+        return make_judge({**options, "answers": answers, "aligned": spec})
+
+    return ReviewAlign(review, judge_with, output)
 
 
 COMMANDS = (review_command,)

@@ -10,6 +10,11 @@
                                  sample file before the reply (If-Match: the revision read)
     GET  /api/agreement          kappa, its interval and the confusion matrix per dimension
     POST /api/calibration        write the calibration record from the labels so far
+    GET  /api/align              whether the align action can run (labels against the minimum),
+                                 whether it runs now, and the last run's figures
+    POST /api/align              `judge align`'s fitting on the labels so far, in a worker
+                                 thread, one run at a time (409 while one runs): writes the
+                                 aligned spec; per dimension kappa before and after, held out
 
 With a token (`JUDGE_SERVICE_TOKEN`), `/api/*` needs `Authorization: Bearer <token>`; the page
 itself holds no data and is open. Without one, only loopback host names (and allowed hosts)
@@ -19,6 +24,7 @@ are answered (a page elsewhere cannot reach the app through a DNS name that poin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Iterable
@@ -32,8 +38,9 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
-from judge._errors import CaseError, InputError
+from judge._errors import CaseError, InputError, JudgeError
 from judge.calibrate._review import RecordRefused, Review
+from judge.calibrate._review_align import AlignBusy, ReviewAlign, aligned_beside
 from judge.cases._json import pointer
 from judge.service._guard import guard
 
@@ -54,10 +61,15 @@ class LabelBody(BaseModel):
 
 
 def create_review_app(
-    review: Review, *, token: str | None = None, hosts: Iterable[str] = ()
+    review: Review,
+    *,
+    token: str | None = None,
+    hosts: Iterable[str] = (),
+    aligner: ReviewAlign | None = None,
 ) -> FastAPI:
     """The review app over `review`. `token` guards the API; without one, only requests
-    addressed to a loopback name or to one of `hosts` are answered."""
+    addressed to a loopback name or to one of `hosts` are answered. `aligner`: the align
+    action (without one, it is refused: no judge to align)."""
     app = FastAPI(
         title="judge review",
         version=version("tool-call-judge"),
@@ -70,6 +82,7 @@ def create_review_app(
     _add_page_routes(app)
     _add_case_routes(app, review)
     _add_calibration_routes(app, review)
+    _add_align_routes(app, aligner or ReviewAlign(review, None, aligned_beside(review.record_path)))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 
@@ -160,6 +173,37 @@ def _add_calibration_routes(app: FastAPI, review: Review) -> None:
             raise HTTPException(409, str(exc)) from None
         except (InputError, CaseError, OSError) as exc:
             raise _unreadable(review, exc) from None
+
+
+def _add_align_routes(app: FastAPI, aligner: ReviewAlign) -> None:
+    """The align action: its state, and a run."""
+
+    @app.get("/api/align")
+    def align_state() -> JSONResponse:
+        """`ready` (and `reason` when not), `labels` per dimension against `minimum`,
+        `running`, the spec's `path`, and the `last` run's figures."""
+        try:
+            return JSONResponse(aligner.status(), headers=_NO_STORE)
+        except (InputError, CaseError, OSError) as exc:
+            raise _unreadable(aligner.review, exc) from None
+
+    @app.post("/api/align")
+    async def align() -> JSONResponse:
+        """Fit the aligned spec on the labels so far (as `judge align`) and write it; per
+        dimension the held-out kappa before and after, their intervals, every candidate's and
+        the choice. 409 while a run is under way, 422 for too few labels, 502 when the
+        judge cannot be asked."""
+        try:
+            found = await asyncio.to_thread(aligner.run)  # the server answers meanwhile
+        except AlignBusy as exc:
+            raise HTTPException(409, str(exc)) from None
+        except OSError as exc:
+            raise HTTPException(409, f"{aligner.output}: {exc.strerror or exc}") from None
+        except (InputError, CaseError) as exc:
+            raise HTTPException(422, str(exc)) from None
+        except JudgeError as exc:
+            raise HTTPException(502, f"the judge cannot be asked: {exc}") from None
+        return JSONResponse(found, headers=_NO_STORE)
 
 
 def _unreadable(review: Review, exc: Exception) -> HTTPException:

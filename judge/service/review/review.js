@@ -347,7 +347,7 @@ async function write(changes) {
   }
   if (state.current === found) renderCase(found);
   renderQueue();
-  await Promise.all([refreshProgress(), loadAgreement()]);
+  await Promise.all([refreshProgress(), loadAgreement(), loadAlignment()]);
 }
 
 function setLabel(dimension, value) {
