@@ -110,8 +110,8 @@ def test_nested_cross_validation_keeps_what_beats_the_base_held_out(
         assert found.choice == chosen, found.why
         measured = found.measured
         assert set(measured["candidates"]) == (
-            {"base", "policy", "examples", "examples+policy"} if with_policy
-            else {"base", "examples"}
+            {"base", "policy", "examples", "examples+policy", "nearest", "nearest+policy"}
+            if with_policy else {"base", "examples", "nearest"}
         )  # fmt: skip
         for figures in (measured["before"], measured["after"], *measured["candidates"].values()):
             assert figures["n"] == 24 and figures["ci_low"] is not None

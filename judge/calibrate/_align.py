@@ -1,13 +1,15 @@
-"""`judge align`: per dimension, the candidate (base, policy, examples, examples+policy) that
-makes the judge agree more with the user's labels, chosen by nested cross-validation and kept
-only where its held-out kappa beats the base's.
+"""`judge align`: per dimension, the candidate (base, policy, examples, examples+policy,
+nearest, nearest+policy) that makes the judge agree more with the user's labels, chosen by
+nested cross-validation and kept only where its held-out kappa beats the base's. `examples`
+shows every case one fixed set of k labelled cases; `nearest` the k labelled cases nearest
+each case (TF-IDF), drawn from all the labels of the training folds.
 
 Folds are by case, a conversation's cases in one. For each outer fold, an inner
-cross-validation on the other folds picks the candidate with the best inner kappa (ties to the
-simpler: base, policy, examples, examples+policy); the outer fold's cases are graded with it,
-its examples drawn from the other folds only. The pooled outer verdicts give the kappa
-"after", the base's held-out verdicts the kappa "before". A case is never in its own prompt:
-a fold's examples come from other folds (and the judge leaves out an example that is the
+cross-validation on the other folds picks the candidate with the best inner kappa (ties to
+the simpler, in the order above); the outer fold's cases are graded with it, its examples
+drawn from the other folds only. The pooled outer verdicts give the kappa "after", the
+base's held-out verdicts the kappa "before". A case is never in its own prompt: a fold's
+examples come from other folds (and the judge leaves out an example that is the
 graded case by id or content hash)."""
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from judge.calibrate._align_folds import (
     kappa,
     label_counts,
     label_of,
+    pool_examples,
 )
 from judge.cases._case import Case
 from judge.checks._result import CaseResult
@@ -35,8 +38,13 @@ from judge.judging._aligned import (
     case_content_sha256,
 )
 
-Candidate = Literal["base", "policy", "examples", "examples+policy"]
-SIMPLEST_FIRST: tuple[Candidate, ...] = ("base", "policy", "examples", "examples+policy")
+Candidate = Literal[
+    "base", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
+]  # fmt: skip
+SIMPLEST_FIRST: tuple[Candidate, ...] = (
+    "base", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
+)  # fmt: skip
+"""Every candidate, the simpler first: a tie goes to the earlier."""
 Grader = Callable[[AlignedSpec | None, list[Case]], Awaitable[list[CaseResult]]]
 """Grades cases with a judge aligned by the spec (None: the base judge)."""
 Verdicts = dict[int, dict[AlignedDimension, str | None]]
@@ -85,14 +93,15 @@ class _Fitting:
 
     def __init__(
         self, cases: Sequence[Case], dimensions: list[AlignedDimension], policy: str | None,
-        k: int, seed: int, fold_of: list[int],
+        k: int, seed: int, fold_of: list[int], allowed: Sequence[Candidate] = SIMPLEST_FIRST,
     ) -> None:  # fmt: skip
         self.cases, self.dimensions, self.policy = list(cases), dimensions, policy
         self.k, self.seed, self.fold_of = k, seed, fold_of
         self.folds = frozenset(fold_of)
         self.candidates: tuple[Candidate, ...] = tuple(
-            c for c in SIMPLEST_FIRST if policy or "policy" not in c
-        )
+            c for c in SIMPLEST_FIRST
+            if c == "base" or (c in allowed and (policy or "policy" not in c))
+        )  # fmt: skip
         self.graded: dict[tuple[Candidate, frozenset[int]], Verdicts] = {}
 
     def spec(self, candidate: Candidate, train: frozenset[int]) -> AlignedSpec | None:
@@ -100,16 +109,11 @@ class _Fitting:
         if candidate == "base":
             return None
         indices = [i for i, f in enumerate(self.fold_of) if f in train]
-        dimensions: dict[AlignedDimension, DimensionAlignment] = {}
-        for d in self.dimensions:
-            examples = draw_examples(self.cases, indices, d, self.k, self.seed)
-            choice = candidate if examples or "examples" not in candidate else "base"
-            dimensions[d] = DimensionAlignment(
-                choice=choice,
-                why="a candidate being measured",
-                policy=self.policy if "policy" in choice else None,
-                examples=examples if "examples" in choice else (),
-            )
+        dimensions = {
+            d: alignment_of(candidate, "a candidate being measured", self.policy, self.cases,
+                            indices, d, self.k, self.seed)
+            for d in self.dimensions
+        }  # fmt: skip
         return AlignedSpec(version=1, dimensions=dimensions)
 
     def trains(self) -> list[frozenset[int]]:
@@ -121,7 +125,7 @@ class _Fitting:
 
     async def grade(self, grader: Grader) -> None:
         for candidate in self.candidates:
-            if "examples" not in candidate:  # the same prompt for every fold: graded once
+            if not drawn(candidate):  # the same prompt for every fold: graded once
                 everyone = list(range(len(self.cases)))
                 self.graded[candidate, self.folds] = await self._verdicts(
                     grader, self.spec(candidate, self.folds), everyone
@@ -145,8 +149,8 @@ class _Fitting:
     def verdict(self, candidate: Candidate, train: frozenset[int], i: int, d: AlignedDimension
                 ) -> str | None:  # fmt: skip
         """Case i's verdict by the candidate built from the training folds (never its own)."""
-        assert self.fold_of[i] not in train or "examples" not in candidate
-        key = train if "examples" in candidate else self.folds
+        assert self.fold_of[i] not in train or not drawn(candidate)
+        key = train if drawn(candidate) else self.folds
         return self.graded[candidate, key][i][d]
 
     def pairs(self, candidate: Candidate, d: AlignedDimension, cases: list[int],
@@ -190,28 +194,25 @@ class _Fitting:
 
 async def fit_alignment(
     cases: Sequence[Case], grader: Grader, *, policy: str | None = None, folds: int = 5,
-    k: int = 4, seed: int = 0,
+    k: int = 4, seed: int = 0, candidates: Sequence[Candidate] = SIMPLEST_FIRST,
 ) -> AlignmentFit:  # fmt: skip
-    """Fit the spec on the labelled cases (`InputError` where no dimension has labels
-    enough, or the cases hold too few conversations to nest the folds)."""
+    """Fit the spec on the labelled cases, choosing among `candidates` (the base always
+    measured; those with `policy` only with a policy) (`InputError` where no dimension has
+    labels enough, or the cases hold too few conversations to nest the folds)."""
     counts = label_counts(cases)
     dimensions = fitted_dimensions(counts)
     fold_of = assign_folds(cases, folds, seed)
-    fitting = _Fitting(cases, dimensions, policy, k, seed, fold_of)
+    fitting = _Fitting(cases, dimensions, policy, k, seed, fold_of, candidates)
     await fitting.grade(grader)
     fits = [fitting.fit(d, counts[d]) for d in dimensions]
     left_base = {d: n for d, n in counts.items() if n > 0 and d not in dimensions}
     everyone = list(range(len(cases)))
     spec_dimensions: dict[AlignedDimension, DimensionAlignment] = {}
-    for found in fits:
-        examples = draw_examples(cases, everyone, found.dimension, k, seed)  # from all labels
-        spec_dimensions[found.dimension] = DimensionAlignment(
-            choice=found.choice,
-            why=found.why,
-            policy=policy if "policy" in found.choice else None,
-            examples=examples if "examples" in found.choice else (),
-            measured=_measured(found, len(set(fold_of)), k, seed),
-        )
+    for found in fits:  # the examples from all the labels
+        chosen = alignment_of(found.choice, found.why, policy, cases, everyone, found.dimension,
+                              k, seed)  # fmt: skip
+        measured = _measured(found, len(set(fold_of)), k, seed)
+        spec_dimensions[found.dimension] = chosen.model_copy(update={"measured": measured})
     for d, n in left_base.items():
         spec_dimensions[d] = DimensionAlignment(
             choice="base", why=f"base kept: {n} labels, too few to align on"
@@ -223,6 +224,34 @@ async def fit_alignment(
     )
     spec = AlignedSpec(version=1, dimensions=spec_dimensions, fitted_on=fitted_on)
     return AlignmentFit(spec, fits, left_base, len(set(fold_of)))
+
+
+def drawn(candidate: Candidate) -> bool:
+    """Whether the candidate shows examples (drawn from the training folds)."""
+    return "examples" in candidate or "nearest" in candidate
+
+
+def alignment_of(
+    candidate: Candidate, why: str, policy: str | None, cases: Sequence[Case],
+    indices: Sequence[int], d: AlignedDimension, k: int, seed: int,
+) -> DimensionAlignment:  # fmt: skip
+    """The candidate's alignment of dimension `d`, its examples from the cases at `indices`
+    only: `examples`, a fixed set of k; `nearest`, all of them, each case shown its k nearest
+    (the spec's choice `examples` with `nearest` k). Base where there is no example to show."""
+    if "nearest" in candidate:
+        examples = pool_examples(cases, indices, d)
+    else:
+        examples = draw_examples(cases, indices, d, k, seed) if drawn(candidate) else ()
+    if drawn(candidate) and not examples:
+        candidate = "base"
+    choice = "base" if candidate == "base" else candidate.replace("nearest", "examples")
+    return DimensionAlignment(
+        choice=choice,  # type: ignore[arg-type]
+        why=why,
+        policy=policy if "policy" in candidate else None,
+        examples=examples,
+        nearest=k if "nearest" in candidate else None,
+    )
 
 
 def _measured(found: DimensionFit, folds: int, k: int, seed: int) -> dict[str, Any]:

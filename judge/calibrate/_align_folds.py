@@ -1,6 +1,7 @@
 """The parts of `judge align` that touch no judge: which dimensions have labels enough, the
 folds (by case, a conversation's cases in one fold), the fixed set of labelled examples drawn
-from a set of folds, and Cohen's kappa of a few pairs (the inner cross-validation's)."""
+from a set of folds (or all of them: the pool of the nearest examples), and Cohen's kappa of
+a few pairs (the inner cross-validation's)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,18 @@ def draw_examples(
             if pools[label] and len(chosen) < k:
                 chosen.append(pools[label].pop())
     return tuple(_example(cases[i], dimension) for i in chosen)
+
+
+def pool_examples(
+    cases: Sequence[Case], indices: Iterable[int], dimension: AlignedDimension
+) -> tuple[LabelledExample, ...]:
+    """Every labelled case of `dimension` at `indices`, in the cases' order: the pool the
+    nearest examples of each case are drawn from."""
+    return tuple(
+        _example(cases[i], dimension)
+        for i in sorted(set(indices))
+        if label_of(cases[i], dimension) in ("correct", "incorrect")
+    )
 
 
 def _example(case: Case, dimension: AlignedDimension) -> LabelledExample:

@@ -11,7 +11,14 @@ from typing import Any
 import click
 
 from judge._errors import InputError, JudgeError
-from judge.calibrate._align import AlignmentFit, DimensionFit, Held, fit_alignment
+from judge.calibrate._align import (
+    SIMPLEST_FIRST,
+    AlignmentFit,
+    Candidate,
+    DimensionFit,
+    Held,
+    fit_alignment,
+)
 from judge.calibrate._align_folds import refuse_duplicate_ids
 from judge.cases._case import Case
 from judge.cases._loading import load_cases
@@ -53,7 +60,14 @@ MAX_POLICY_CHARS = 8000
     type=click.IntRange(min=1),
     default=4,
     show_default=True,
-    help="Labelled examples in the examples candidates' prompts.",
+    help="Labelled examples in the examples and nearest candidates' prompts.",
+)
+@click.option(
+    "--candidates",
+    default=",".join(SIMPLEST_FIRST),
+    show_default=True,
+    help="The candidates measured, a comma list (the base always is; those with policy "
+    "only with --policy).",
 )
 @click.option(
     "--fold-seed",
@@ -65,11 +79,12 @@ MAX_POLICY_CHARS = 8000
 @judge_options
 def align_command(
     labelled: tuple[str, ...], output: str, policy: str | None, folds: int, k: int,
-    fold_seed: int, **options: Any,
+    candidates: str, fold_seed: int, **options: Any,
 ) -> None:  # fmt: skip
     """Choose per dimension, by nested cross-validation on the labels of LABELLED, whether
-    your policy, labelled examples of your own cases, both or neither go into the judge's
-    prompt; keep a choice only where it beats the base judge held out."""
+    your policy, labelled examples of your own cases (one fixed set, or the nearest of each
+    case), both or neither go into the judge's prompt; keep a choice only where it beats the
+    base judge held out."""
     refuse_overlaps()
     try:
         if options.get("aligned"):
@@ -77,12 +92,13 @@ def align_command(
                 "--aligned: judge align fits a spec from the base judge; give "
                 "the spec it writes to grade, calibrate, run or serve"
             )
+        chosen = _candidates(candidates, policy is not None)
         cases = _labelled(labelled)
         policy_text = _policy(policy) if policy else None
         answers = any(c.labels is not None and c.labels.answer is not None for c in cases)
         options = {**options, "answers": answers}
         make_judge(options)  # its options refused before any request
-        fitted = asyncio.run(_fit(cases, options, policy_text, folds, k, fold_seed))
+        fitted = asyncio.run(_fit(cases, options, policy_text, folds, k, fold_seed, chosen))
     except (JudgeError, InputError) as exc:
         click.echo(f"judge align: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
@@ -91,6 +107,23 @@ def align_command(
         sys.exit(EXIT_ENDPOINT)
     Path(output).write_text(fitted.spec.model_dump_json(indent=2) + "\n")
     _print(fitted, output)
+
+
+def _candidates(given: str, policy: bool) -> list[Candidate]:
+    """The candidates named (`InputError` for an unknown one, or one with policy and no
+    --policy)."""
+    names = [name.strip() for name in given.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SIMPLEST_FIRST]
+    if unknown or not names:
+        raise InputError(
+            f"--candidates: {', '.join(map(repr, unknown)) or 'none given'}: choose among "
+            f"{', '.join(SIMPLEST_FIRST)}"
+        )
+    if not policy and given != ",".join(SIMPLEST_FIRST):
+        needing = [name for name in names if "policy" in name]
+        if needing:
+            raise InputError(f"--candidates: {', '.join(needing)} needs --policy")
+    return [c for c in SIMPLEST_FIRST if c in names]
 
 
 def _labelled(paths: tuple[str, ...]) -> list[Case]:
@@ -121,7 +154,7 @@ def _policy(path: str) -> str:
 
 async def _fit(
     cases: list[Case], options: dict[str, Any], policy: str | None, folds: int, k: int,
-    seed: int,
+    seed: int, candidates: list[Candidate],
 ) -> AlignmentFit:  # fmt: skip
     with progress_bar("aligning", 0, sys.stderr.isatty()) as step:
 
@@ -129,7 +162,9 @@ async def _fit(
             async with make_judge({**options, "aligned": spec}) as judge:
                 return list(await judge.grade(chosen, on_result=lambda _: step(1)))
 
-        return await fit_alignment(cases, grader, policy=policy, folds=folds, k=k, seed=seed)
+        return await fit_alignment(
+            cases, grader, policy=policy, folds=folds, k=k, seed=seed, candidates=candidates
+        )
 
 
 def _print(fitted: AlignmentFit, output: str) -> None:

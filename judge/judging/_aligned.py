@@ -4,7 +4,9 @@ of their own cases, or nothing), and the text it adds.
 
 The policy and the examples go at the end of the rubric's system message, after its own
 definition of what is correct: a fixed prefix that a server's prompt cache serves after
-the first case. A case is never its own example: an example whose id or content hash is the
+the first case. Or, with `nearest` k, the k examples nearest the graded case (TF-IDF cosine
+of its `example_text` against each example's text): a prompt of its own for each case, which
+no cache serves. A case is never its own example: an example whose id or content hash is the
 graded case's is left out of that case's prompt."""
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from judge._errors import InputError
 from judge.cases._case import Case
@@ -58,9 +60,14 @@ class DimensionAlignment(BaseModel):
     policy: str | None = None
     """The user's labelling rule in their own words (needed by a choice with `policy`)."""
     examples: tuple[LabelledExample, ...] = ()
-    """Needed by a choice with `examples`."""
+    """Needed by a choice with `examples`: the fixed set shown, or the pool `nearest` draws on."""
+    nearest: int | None = Field(default=None, ge=1)
+    """None: every case is shown all the examples; k: each case is shown the k examples
+    nearest it (TF-IDF cosine over the example text; ties to the earlier example)."""
     measured: dict[str, Any] = Field(default_factory=dict)
     """What the fitting measured (kappas, intervals): not part of the spec's hash."""
+    _index: Any = PrivateAttr(default=None)
+    """The TF-IDF vectorizer fitted on the examples' texts and their vectors (lazily)."""
 
     @model_validator(mode="after")
     def _complete(self) -> DimensionAlignment:
@@ -68,7 +75,26 @@ class DimensionAlignment(BaseModel):
             raise ValueError(f"choice {self.choice!r} needs a non-empty policy")
         if "examples" in self.choice and not self.examples:
             raise ValueError(f"choice {self.choice!r} needs at least one example")
+        if self.nearest is not None and "examples" not in self.choice:
+            raise ValueError(f"nearest needs a choice with examples, not {self.choice!r}")
         return self
+
+    def shown_to(self, case: Case) -> list[LabelledExample]:
+        """The examples the case's prompt shows: never its own (by id or content hash); all
+        of them, or with `nearest` the k nearest the case, nearest first."""
+        own = case_content_sha256(case)
+        kept = [i for i, e in enumerate(self.examples) if e.id != case.id and e.sha256 != own]
+        if self.nearest is None or len(kept) <= self.nearest:
+            return [self.examples[i] for i in kept]
+        if self._index is None:  # fitted once, on the first case graded
+            from sklearn.feature_extraction.text import TfidfVectorizer
+
+            vectorizer = TfidfVectorizer(sublinear_tf=True)
+            self._index = (vectorizer, vectorizer.fit_transform([e.text for e in self.examples]))
+        vectorizer, vectors = self._index
+        scores = (vectors[kept] @ vectorizer.transform([example_text(case)]).T).toarray()[:, 0]
+        order = sorted(range(len(kept)), key=lambda j: -float(scores[j]))  # stable: ties by order
+        return [self.examples[kept[j]] for j in order[: self.nearest]]
 
     @property
     def uses_policy(self) -> bool:
@@ -149,6 +175,8 @@ def spec_sha256(spec: AlignedSpec) -> str:
     dumped.pop("fitted_on", None)
     for dimension in dumped["dimensions"].values():
         dimension.pop("measured", None)
+        if dimension.get("nearest") is None:  # a spec from before `nearest` keeps its hash
+            dimension.pop("nearest", None)
     return content_hash(dumped)
 
 
@@ -183,8 +211,7 @@ def aligned_messages(
     if alignment.uses_policy and alignment.policy:
         parts.append(f"{_POLICY}\n<policy>\n{_plain(alignment.policy.strip())}\n</policy>")
     if alignment.uses_examples:
-        own = case_content_sha256(case)
-        shown = [e for e in alignment.examples if e.id != case.id and e.sha256 != own]
+        shown = alignment.shown_to(case)
         if shown:
             parts.append("\n".join([_EXAMPLES, *(_example(e) for e in shown)]))
     if not parts:
