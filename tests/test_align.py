@@ -256,6 +256,7 @@ def _output_over_input(tmp_path: Path) -> list[str]:
         pytest.param(_duplicates, "duplicate case id 'c11': in ", id="duplicate-ids"),
         pytest.param(_policy("  \n"), "the policy is empty", id="empty-policy"),
         pytest.param(_policy("x" * 8001), "too long for the judge's context", id="long-policy"),
+        pytest.param(_policy("x" * 40_000), "over 8,000 characters", id="policy-read-bounded"),
         pytest.param(_policy(b"\xff\xfe\x00bad"), "cannot read the policy", id="policy-not-text"),
         pytest.param(_missing, "does not exist", id="missing-file"),
         pytest.param(_aligned_given, "judge align fits a spec", id="aligned-given"),
@@ -293,3 +294,23 @@ def test_calibrate_refuses_the_labels_the_spec_was_fitted_on(tmp_path: Path) -> 
     assert "5 of the 24 labelled cases (c0, c1, c2, ...)" in refused.output
     assert "calibration needs new labels" in refused.output
     assert measured.exit_code == 0, measured.output  # new labels: the aligned judge passes
+
+
+def test_an_output_it_could_not_write_is_refused_before_any_request(tmp_path: Path) -> None:
+    sample = write(tmp_path / "labelled.jsonl", labelled(24))
+    with serving(follows_the_user) as server:
+        nowhere = str(tmp_path / "no-such-folder" / "aligned.json")
+        done = invoke(server, tmp_path, "align", sample, "-o", nowhere)
+        assert done.exit_code == 2 and "cannot write there" in done.output
+        assert not server.chat_requests
+
+
+def refusing(body: dict[str, Any]) -> Reply:
+    return Reply(status=401, body={"error": {"message": "bad key"}})
+
+
+def test_a_judge_that_refuses_the_key_is_an_endpoint_failure(tmp_path: Path) -> None:
+    with serving(refusing) as server:
+        done, out = align(server, tmp_path, labelled(24))
+    assert done.exit_code == 4, done.output  # EXIT_ENDPOINT, not "unreadable input"
+    assert not out.exists()

@@ -15,6 +15,7 @@ import pytest
 
 from judge.cases._loading import load_cases
 from judge.judging._aligned import (
+    MAX_SPEC_BYTES,
     AlignedSpec,
     case_content_sha256,
     example_text,
@@ -206,7 +207,7 @@ def test_judge_grade_aligned_from_the_command_line(tmp_path: Path) -> None:
 
 
 def _too_large(path: Path) -> None:
-    path.write_text(" " * (4 * 1024 * 1024 + 1))
+    path.write_text(" " * (MAX_SPEC_BYTES + 1))
 
 
 @pytest.mark.parametrize(
@@ -226,7 +227,7 @@ def _too_large(path: Path) -> None:
         ),
         pytest.param(json.dumps(spec(trajectory={"choice": "base"})),
                      "/dimensions/trajectory", id="a-dimension-never-aligned"),
-        pytest.param(_too_large, "over 4,194,304 bytes", id="too-large"),
+        pytest.param(_too_large, f"over {MAX_SPEC_BYTES:,} bytes", id="too-large"),
         pytest.param(None, "cannot read the aligned spec", id="missing"),
     ],
 )  # fmt: skip

@@ -159,17 +159,28 @@ def test_a_case_never_gets_itself_as_its_nearest_example() -> None:
     assert shown[0] == "e1" and len(shown) == 2 and "e3" not in shown
 
 
-def test_nearest_joins_the_spec_hash_and_an_older_spec_keeps_its_own() -> None:
+def test_the_spec_hash_is_what_reaches_the_prompts() -> None:
     fixed = {"choice": "examples", "why": "w", "examples": [e.model_dump() for e in POOL]}
     old = AlignedSpec.model_validate({"version": 1, "dimensions": {"selection": fixed}})
     near = AlignedSpec.model_validate(
         {"version": 1, "dimensions": {"selection": fixed | {"nearest": 2}}}
     )
-    before = old.model_dump(mode="json", exclude={"fitted_on"})  # as hashed before `nearest`
-    for dimension in before["dimensions"].values():
-        del dimension["measured"], dimension["nearest"]
-    assert spec_sha256(old) == content_hash(before)
+    hashed = old.model_dump(mode="json", exclude={"fitted_on"})  # a fixed set: no `nearest`
+    for dimension in hashed["dimensions"].values():
+        del dimension["measured"], dimension["nearest"], dimension["why"]
+    assert spec_sha256(old) == content_hash(hashed)
     assert spec_sha256(near) != spec_sha256(old)
+    # the figures in `why`, and a dimension left base, change no prompt: nor the hash
+    other = {"choice": "base", "why": "base kept: 0.41 against 0.44"}
+    again = AlignedSpec.model_validate(
+        {
+            "version": 1,
+            "dimensions": {"selection": fixed | {"why": "other figures"}, "arguments": other},
+        }  # fmt: skip
+    )
+    assert spec_sha256(again) == spec_sha256(old)
+    only_base = AlignedSpec.model_validate({"version": 1, "dimensions": {"arguments": other}})
+    assert spec_sha256(only_base) is None  # the base judge, fingerprint and all
     with pytest.raises(ValueError, match="nearest needs a choice with examples"):
         DimensionAlignment(choice="policy", why="w", policy="p", nearest=2)
     with pytest.raises(ValueError, match="greater than or equal to 1"):

@@ -4,6 +4,7 @@ cross-validation, and say per dimension what each candidate did held out."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -98,13 +99,14 @@ def align_command(
         answers = any(c.labels is not None and c.labels.answer is not None for c in cases)
         options = {**options, "answers": answers}
         make_judge(options)  # its options refused before any request
+        _writable(output)  # before the paid grading, not after it
         fitted = asyncio.run(_fit(cases, options, policy_text, folds, k, fold_seed, chosen))
+    except JudgeEndpointError as exc:  # a JudgeError too: caught first
+        click.echo(f"judge align: {exc}", err=True)
+        sys.exit(EXIT_ENDPOINT)
     except (JudgeError, InputError) as exc:
         click.echo(f"judge align: {exc}", err=True)
         sys.exit(EXIT_UNREADABLE)
-    except JudgeEndpointError as exc:
-        click.echo(f"judge align: {exc}", err=True)
-        sys.exit(EXIT_ENDPOINT)
     Path(output).write_text(fitted.spec.model_dump_json(indent=2) + "\n")
     _print(fitted, output)
 
@@ -137,9 +139,23 @@ def _labelled(paths: tuple[str, ...]) -> list[Case]:
     return [c for _, cases in sources for c in cases]
 
 
+def _writable(output: str) -> None:
+    """InputError where the spec could not be written once fitted."""
+    folder = Path(output).resolve().parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError(f"-o {output}: cannot write there ({folder} is not a writable folder)")
+    if Path(output).exists() and not os.access(output, os.W_OK):
+        raise InputError(f"-o {output}: the file is not writable")
+
+
 def _policy(path: str) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with Path(path).open("rb") as stream:  # bounded: never a whole large file
+            raw = stream.read(MAX_POLICY_CHARS * 4 + 1)
+        if len(raw) > MAX_POLICY_CHARS * 4:
+            raise InputError(f"{path}: the policy is over {MAX_POLICY_CHARS:,} characters: too "
+                             "long for the judge's context (say the rule shorter)")
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the policy: {exc}") from None
     if not text.strip():

@@ -25,8 +25,11 @@ from judge.judging._sandbox import shorten
 
 AlignedDimension = Literal["selection", "arguments", "answer"]
 ALIGNED_DIMENSIONS: tuple[AlignedDimension, ...] = ("selection", "arguments", "answer")
-MAX_SPEC_BYTES = 4 * 1024 * 1024
-"""The largest spec read: a spec holds a few dozen examples, each a few thousand characters."""
+MAX_SPEC_BYTES = 64 * 1024 * 1024
+"""The largest spec read: a fixed set is a few examples, but a `nearest` dimension holds every
+labelled case (about 2 KB each), once per such dimension."""
+NOTE_CHARS = 300
+"""The most characters of a labeller's note shown with an example."""
 EXAMPLE_CHARS = 1500
 """The most characters of one example's text shown to the judge (longer text is cut)."""
 _POLICY = "The user's labelling policy, which decides what counts as correct:"
@@ -169,12 +172,22 @@ def as_aligned(aligned: str | Path | AlignedSpec | None) -> AlignedSpec | None:
     return aligned if isinstance(aligned, AlignedSpec) or aligned is None else load_aligned(aligned)
 
 
-def spec_sha256(spec: AlignedSpec) -> str:
-    """The spec's hash: its canonical JSON without what the fitting measured."""
+def spec_sha256(spec: AlignedSpec) -> str | None:
+    """The spec's hash: its canonical JSON of what reaches the prompts (not the figures the
+    fitting measured or wrote in `why`, nor the dimensions left base); None for a spec that
+    changes no prompt, which is the base judge."""
     dumped = spec.model_dump(mode="json")
     dumped.pop("fitted_on", None)
+    dumped["dimensions"] = {
+        name: dimension
+        for name, dimension in dumped["dimensions"].items()
+        if dimension["choice"] != "base"
+    }
+    if not dumped["dimensions"]:
+        return None
     for dimension in dumped["dimensions"].values():
         dimension.pop("measured", None)
+        dimension.pop("why", None)
         if dimension.get("nearest") is None:  # a spec from before `nearest` keeps its hash
             dimension.pop("nearest", None)
     return content_hash(dumped)
@@ -224,7 +237,7 @@ def aligned_messages(
 
 
 def _example(example: LabelledExample) -> str:
-    note = f"\nNote: {_plain(example.note)}" if example.note else ""
+    note = f"\nNote: {_plain(shorten(example.note, NOTE_CHARS))}" if example.note else ""
     text = _plain(shorten(example.text, EXAMPLE_CHARS))
     return f'<example label="{example.label}">\n{text}{note}\n</example>'
 
