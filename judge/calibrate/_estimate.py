@@ -164,13 +164,24 @@ def strata_of(labelled: dict[str, Case], pi: dict[str, float]) -> dict[str, str]
     return known
 
 
-def prediction(
-    result: CaseResult, dimension: EstimateDimension, fitted: Fitted | None = None
-) -> float | None:
-    """The graded verdict on a dimension as 1 (correct) or 0, None where there is none; with
-    a calibration's `fitted` decision, the calibrated P(correct) where it can be read."""
-    if fitted is not None and (p := calibrated_p(result, dimension, fitted)) is not None:
-        return p
+def predictions(
+    graded: list[CaseResult], dimension: EstimateDimension, fitted: Fitted | None
+) -> tuple[dict[str, float], int]:
+    """Each graded case's prediction by id (none where it has none), and how many of them
+    are a calibration's P(correct) (`fitted`) rather than the verdict."""
+    found: dict[str, float] = {}
+    calibrated = 0
+    for result in graded:
+        p = None if fitted is None else calibrated_p(result, dimension, fitted)
+        calibrated += p is not None
+        p = prediction(result, dimension) if p is None else p
+        if p is not None:
+            found[result.id] = p
+    return found, calibrated
+
+
+def prediction(result: CaseResult, dimension: EstimateDimension) -> int | None:
+    """The graded verdict on a dimension as 1 (correct) or 0, None where there is none."""
     if dimension == "passed":
         return None if result.passed is None else int(result.passed)
     verdict: str | None
@@ -216,11 +227,7 @@ def estimate(
     dimensions: dict[str, DimensionEstimate] = {}
     warnings: list[str] = []
     for dimension in ORDER:
-        fitted = fits.get(dimension)
-        predicted = {r.id: p for r in graded if (p := prediction(r, dimension, fitted)) is not None}
-        calibrated = 0
-        if fitted is not None:
-            calibrated = sum(calibrated_p(r, dimension, fitted) is not None for r in graded)
+        predicted, calibrated = predictions(graded, dimension, fits.get(dimension))
         hands = [c for c in labelled.values() if hand_label(c, dimension) is not None]
         if dimension not in ("selection", "passed") and not predicted and not hands:
             continue

@@ -110,14 +110,14 @@ class PairedDifference:
     def reversed(self) -> PairedDifference:
         """`b` minus `a`: the same bootstrap, its interval mirrored."""
         d = self.difference
-        flipped = None if d is None else Interval(-d.value, -d.high, -d.low)
+        flipped = None if d is None else d.mirrored()
         return PairedDifference(self.b, self.a, self.cases, flipped)
 
     @property
     def significant(self) -> bool:
         """The 95% interval leaves out zero."""
         d = self.difference
-        return d is not None and (d.low > 0 or d.high < 0)
+        return d is not None and d.excludes_zero
 
     def to_dict(self) -> dict[str, Any]:
         return {

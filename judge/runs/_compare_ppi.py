@@ -70,14 +70,14 @@ class PPIDifference:
 
     def reversed(self) -> PPIDifference:
         d = self.difference
-        flipped = None if d is None else Interval(-d.value, -d.high, -d.low)
+        flipped = None if d is None else d.mirrored()
         judged = None if self.judge_only is None else -self.judge_only
         return PPIDifference(self.b, self.a, self.labelled, self.cases, judged, flipped)
 
     @property
     def significant(self) -> bool:
         d = self.difference
-        return d is not None and (d.low > 0 or d.high < 0)
+        return d is not None and d.excludes_zero
 
     def to_dict(self) -> dict[str, Any]:
         return {

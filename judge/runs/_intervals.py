@@ -17,6 +17,14 @@ class Interval:
     def to_dict(self) -> dict[str, float]:
         return {"value": self.value, "low": self.low, "high": self.high}
 
+    def mirrored(self) -> Interval:
+        """The interval of the negated quantity (a difference read the other way round)."""
+        return Interval(-self.value, -self.high, -self.low)
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
 
 def wilson(rate: float, n: int, z: float = Z95) -> Interval:
     """The Wilson score interval of a proportion `rate` observed over `n` units."""
