@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from judge.calibrate._align import alignment_of
 from judge.calibrate._align_folds import assign_folds, conversation_key
 from judge.cases._loading import load_cases
 from judge.judging._aligned import load_aligned
@@ -156,6 +157,27 @@ def test_folds_keep_a_conversation_together() -> None:
     assert len(by_conversation) == 15
     assert all(len(folds) == 1 for folds in by_conversation.values())
     assert sorted(fold_of.count(f) for f in range(5)) == [6, 6, 6, 6, 6]
+
+
+def test_a_request_asked_under_another_system_prompt_is_in_the_same_fold() -> None:
+    """An example shows only the last request: its twin under another system prompt would
+    look like the graded case's own answer, so the folds keep the two together."""
+    rows = labelled(30)
+    for i, row in enumerate(rows[:10]):
+        twin = rows[10 + i]
+        twin["messages"] = [{"role": "system", "content": f"prompt {i}"}, *row["messages"]]
+    fold_of = assign_folds(list(load_cases(rows)), 5, seed=3)
+    assert all(fold_of[i] == fold_of[10 + i] for i in range(10))
+    alone = [dict(r, id=f"no-user-{i}", messages=[{"role": "system", "content": f"s{i}"}])
+             for i, r in enumerate(labelled(5))]  # fmt: skip
+    assert sorted(assign_folds(list(load_cases(alone)), 5, seed=1)) == [0, 1, 2, 3, 4]
+
+
+def test_examples_and_policy_without_examples_to_show_is_the_policy() -> None:
+    cases = list(load_cases(labelled(4)))
+    found = alignment_of("examples+policy", "why", RULE, cases, [], "selection", 4, 0)
+    assert (found.choice, found.policy, found.examples) == ("policy", RULE, ())
+    assert alignment_of("nearest", "why", None, cases, [], "selection", 4, 0).choice == "base"
 
 
 def leak_watcher(leaks: list[str]) -> Callable[[dict[str, Any]], Reply]:

@@ -23,7 +23,15 @@ from judge.judging._aligned import (
     spec_sha256,
 )
 from judge.judging._rubric import builtin_rubrics_dir
-from tests.chat_server import ChatServer, Reply, answer, one_token, requested_schema, serving
+from tests.chat_server import (
+    ChatServer,
+    Reply,
+    answer,
+    one_token,
+    requested_schema,
+    serving,
+    with_logprobs,
+)
 from tests.helpers import call, case, invoke
 from tests.test_judge import PARIS, make_judge, run
 
@@ -272,3 +280,27 @@ def test_the_quick_rubrics_one_token_questions_carry_the_policy_too(tmp_path: Pa
     assert found.judge.selection.verdict == "incorrect"
     assert found.judge.arguments[0].verdict == "correct"
     assert any(told) and not all(told)  # the selection questions only
+
+
+def test_the_escalation_judge_is_aligned_too(tmp_path: Path) -> None:
+    """The judge a verdict is escalated to grades by the user's policy as well."""
+    from click.testing import CliRunner
+
+    from judge.cli import main
+
+    cases = write(tmp_path / "cases.jsonl", [PARIS])
+    aligned = tmp_path / "aligned.json"
+    aligned.write_text(json.dumps(spec(selection=POLICY)))
+    unsure = {"correct": 0.6, "inc": 0.4}
+    with serving(lambda body: with_logprobs(answer(body), {"verdict": unsure})) as one, \
+            serving(follows_the_user) as two:  # fmt: skip
+        done = CliRunner().invoke(
+            main,
+            ["grade", cases, "--base-url", one.url, "--model", "m", "--cache-dir",
+             str(tmp_path / "cache"), "--abstain-below", "0.8", "--escalate-base-url", two.url,
+             "--escalate-model", "strong", "--aligned", str(aligned)],
+            env={"JUDGE_API_KEY": "k"},
+        )  # fmt: skip
+        assert done.exit_code in (0, 1), done.output
+        escalated = systems(two)
+    assert RULE in escalated["selection"] and RULE not in escalated["arguments"]

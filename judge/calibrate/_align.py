@@ -237,13 +237,14 @@ def alignment_of(
 ) -> DimensionAlignment:  # fmt: skip
     """The candidate's alignment of dimension `d`, its examples from the cases at `indices`
     only: `examples`, a fixed set of k; `nearest`, all of them, each case shown its k nearest
-    (the spec's choice `examples` with `nearest` k). Base where there is no example to show."""
+    (the spec's choice `examples` with `nearest` k). Where there is no example to show, the
+    policy alone (`...+policy`) or the base."""
     if "nearest" in candidate:
         examples = pool_examples(cases, indices, d)
     else:
         examples = draw_examples(cases, indices, d, k, seed) if drawn(candidate) else ()
-    if drawn(candidate) and not examples:
-        candidate = "base"
+    if drawn(candidate) and not examples:  # nothing to show: the policy alone, if any
+        candidate = "policy" if "policy" in candidate else "base"
     choice = "base" if candidate == "base" else candidate.replace("nearest", "examples")
     return DimensionAlignment(
         choice=choice,  # type: ignore[arg-type]

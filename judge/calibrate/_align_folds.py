@@ -66,21 +66,49 @@ def conversation_key(case: Case) -> str:
     return content_hash(case.messages)
 
 
+def request_key(case: Case) -> str | None:
+    """What an example shows of a case's conversation: its last user request (two cases that
+    share it look alike as examples, whatever their system prompts); None without one."""
+    users = [m.get("content") for m in case.messages if m.get("role") == "user"]
+    return content_hash(users[-1]) if users else None
+
+
+def conversation_groups(cases: Sequence[Case]) -> list[list[int]]:
+    """The cases' indices grouped so that cases sharing a conversation or a last request are
+    in one group (joined transitively), in the order of each group's first case."""
+    parent = list(range(len(cases)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for key in (conversation_key, request_key):
+        first: dict[str, int] = {}
+        for i, case in enumerate(cases):
+            found = key(case)
+            if found is not None:
+                parent[root(i)] = root(first.setdefault(found, i))
+    groups: dict[int, list[int]] = {}
+    for i in range(len(cases)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
 def assign_folds(cases: Sequence[Case], folds: int, seed: int) -> list[int]:
     """Each case's fold: the conversations shuffled (seeded), the largest first, each into the
-    smallest fold so far; a conversation's cases always in one fold."""
-    groups: dict[str, list[int]] = {}
-    for i, case in enumerate(cases):
-        groups.setdefault(conversation_key(case), []).append(i)
-    if len(groups) < MIN_FOLDS:
+    smallest fold so far; a conversation's cases (and the cases that share its last request,
+    which its examples would show alike) always in one fold."""
+    order = conversation_groups(cases)
+    if len(order) < MIN_FOLDS:
         raise InputError(
-            f"the labelled cases hold {len(groups)} conversations: nested cross-validation "
+            f"the labelled cases hold {len(order)} conversations: nested cross-validation "
             f"needs at least {MIN_FOLDS}"
         )
-    order = list(groups.values())
     random.Random(seed).shuffle(order)
     order.sort(key=len, reverse=True)  # stable: equal sizes stay shuffled
-    count = min(folds, len(groups))
+    count = min(folds, len(order))
     sizes = [0] * count
     fold_of = [0] * len(cases)
     for members in order:

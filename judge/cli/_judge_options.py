@@ -216,6 +216,7 @@ def make_judge(options: dict[str, Any]) -> Judge:
             seed=options.get("seed", DEFAULT_SEED),
             concurrency=options.get("concurrency", 8),
             logprobs=logprobs,
+            aligned=options.get("aligned"),  # the user's policy and examples bind it too
         )
     return Judge(escalation=escalation, **kwargs)
 
