@@ -14,7 +14,9 @@ The user's message names the order (`ord_1001`); a message with "status" asks on
 - `agent/plain`: a chat without tools gets "yes" (the example agent's confirmation step), else
   as agent/good;
 - `agent/cut`: as agent/good, but its final answer stops at its token limit
-  (`finish_reason: "length"`).
+  (`finish_reason: "length"`);
+- `agent/asks`: asks "Which order is it?" while the user's last message names none, else as
+  agent/good (a conversation of several turns, with a simulated user).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ AGENTS = (
     "agent/slow",
     "agent/plain",
     "agent/cut",
+    "agent/asks",
 )
 
 
@@ -83,6 +86,8 @@ class AgentServer(OpenRouterServer):
         if "tools" not in body:
             return _say("yes")
         order = re.search(r"ord_\d+", asked)
+        if model == "agent/asks" and order is None:
+            return _say("Which order is it?")
         order_id = order.group(0) if order else "ord_0"
         results = {
             call_id: json.loads(m["content"])

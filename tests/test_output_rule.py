@@ -101,6 +101,8 @@ SETUPS = {
     "compare": Setup(("compare", "{runs}"), (("runs_file", "runs"),)),
     "regrade": Setup(("regrade", "{runs}", "{cases}", "--tools", "{tools}"),
                      (("runs_file", "runs"), ("cases", "cases"), ("tools_file", "tools"))),
+    "transcripts": Setup(("transcripts", "{runs}", "{cases}"),
+                         (("runs_file", "runs"), ("cases", "cases"))),
     "calibrate": Setup(("calibrate", "{sample}", "--probe", "{probe}", *JUDGE),
                        (("sample", "sample"), ("probe", "probe"))),
     "sample": Setup(("sample", "{cases}", "--results", "{results}", "--n", "2", "-o", "{out}"),

@@ -158,6 +158,29 @@ class Labels(BaseModel):
     """When they were given (ISO 8601)."""
 
 
+class UserScenario(BaseModel):
+    """A simulated user for a multi-turn agent run (`judge run --user-model`): what they
+    want, what they know and reveal only when asked, how they speak."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instructions: str = Field(min_length=1)
+    """What the user wants, in the user's own terms (the simulator's brief)."""
+    facts: dict[str, Any] = Field(default_factory=dict)
+    """What the user knows (an order id, an address) and gives only when asked."""
+    persona: str | None = None
+    """How the user speaks (terse, polite, impatient...)."""
+    max_turns: int = Field(default=10, ge=1)
+    """At most this many user turns after the case's own; the run then ends."""
+
+    @field_validator("instructions")
+    @classmethod
+    def _said(cls, instructions: str) -> str:
+        if not instructions.strip():
+            raise ValueError("instructions must say what the user wants (it is blank)")
+        return instructions
+
+
 class Case(BaseModel):
     """One graded unit: the conversation, the tools offered, the candidate response and
     what was expected. `name` is accepted for `id`. A case marked `"draft": true` (an outline
@@ -180,6 +203,8 @@ class Case(BaseModel):
     """Tools that must be called or avoided, and call counts (see `AssertTools`)."""
     expected_answer: str | list[str] | None = None
     """A reference for the final answer: a text, or facts that must all appear in it."""
+    user: UserScenario | None = None
+    """A simulated user's scenario: `judge run --user-model` plays it after each reply."""
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")

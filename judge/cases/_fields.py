@@ -23,6 +23,7 @@ CASE_KEYS = frozenset(
         "match",
         "assert_tools",
         "expected_answer",
+        "user",
         "meta",
         "draft",
     )
@@ -33,6 +34,7 @@ EXPECTED_FUNCTION_KEYS = frozenset(("name", "arguments"))
 MATCH_KEYS = frozenset(("mode", "args", "overrides", "ignore_tools", "values"))
 ASSERT_KEYS = frozenset(("called", "avoided", "counts", "max_calls"))
 BOUND_KEYS = frozenset(("min", "max"))
+USER_KEYS = frozenset(("instructions", "facts", "persona", "max_turns"))
 LABEL_KEYS = frozenset(
     ("selection", "arguments", "answer", "trajectory", "reviewer", "labelled_at")
 )
@@ -77,12 +79,12 @@ def unknown_fields(data: dict[str, Any]) -> list[UnknownField]:
 
 
 def without_unknown(data: dict[str, Any], unknown: list[UnknownField]) -> dict[str, Any]:
-    """`data` with the unknown keys of `match` and `assert_tools` left out (the models refuse
-    them; elsewhere they are ignored), copying only what changes."""
+    """`data` with the unknown keys of `match`, `assert_tools` and `user` left out (the models
+    refuse them; elsewhere they are ignored), copying only what changes."""
     out = dict(data)
     for field in unknown:
         parts = field.pointer.split("/")[1:]
-        if parts[0] not in ("match", "assert_tools"):
+        if parts[0] not in ("match", "assert_tools", "user"):
             continue
         holder = out
         for part in parts[:-1]:
@@ -119,6 +121,9 @@ def _unknown(data: dict[str, Any]) -> Iterator[UnknownField]:
                 if isinstance(bounds, dict):
                     at = "/assert_tools/counts" + pointer([str(tool)])
                     yield from _keys(bounds, BOUND_KEYS, at)
+    user = data.get("user")
+    if isinstance(user, dict):
+        yield from _keys(user, USER_KEYS, "/user")
 
 
 def _keys(data: dict[str, Any], known: frozenset[str], at: str) -> Iterator[UnknownField]:

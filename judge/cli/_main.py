@@ -61,6 +61,7 @@ _LAZY_COMMANDS = {
     "run": "judge.cli._run",
     "compare": "judge.cli._runs",
     "regrade": "judge.cli._runs",
+    "transcripts": "judge.cli._transcripts",
     "serve": "judge.cli._service",
     "schema": "judge.cli._service",
     "import": "judge.cli._import",

@@ -22,6 +22,7 @@ OUTPUT_OPTIONS: dict[str, frozenset[str]] = {
     "run": frozenset({"output", "html", "batch_file"}),
     "compare": frozenset({"html"}),
     "regrade": frozenset({"output", "html"}),
+    "transcripts": frozenset({"output"}),
     "calibrate": frozenset({"output", "results_out", "disagreements", "report"}),
     "align": frozenset({"output"}),
     "sample": frozenset({"output"}),

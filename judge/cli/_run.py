@@ -26,6 +26,7 @@ from judge.cli._matching import (
     agent_trajectory_options,
 )
 from judge.cli._paths import refuse_overlaps
+from judge.cli._run_user import user_options, with_user
 from judge.cli._runs import (
     JUDGE_CHOICE,
     REPORT_OPTIONS,
@@ -154,6 +155,7 @@ _run_options = stack_options(
         help="With --batch: USD per million tokens, to show the batches' cost online and at "
         "the batch price.",
     ),
+    user_options,
 )
 
 
@@ -214,6 +216,7 @@ def run_command(
         nothing = nothing_to_compare(loaded, match, judged=bool(judging.get("use_judge")))
         if nothing is not None:
             _refuse(nothing)
+    loop = with_user(loop, judging, loaded, timeout)
     endpoint = _endpoint(names, base_url, api_key_env)
     requested = Requested(
         reasoning_effort=None if reasoning_effort.lower() == "off" else reasoning_effort,

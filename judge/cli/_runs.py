@@ -208,7 +208,7 @@ def regrade_command(
             lambda on: grader.grade_all(todo, on_record=on, concurrency=concurrency),
         )
 
-    graded = finish_run(closing_judge(go(), judge), "regrade")
+    graded = finish_run(closing_judge(go(), judge, grader), "regrade")
     report_runs(graded, report_format, html, sys.stdout, gate)
 
 
@@ -380,10 +380,15 @@ async def store_records(
     return list(kept.values())
 
 
-async def closing_judge(work: Awaitable[list[RunRecord]], judge: Judge | None) -> list[RunRecord]:
+async def closing_judge(
+    work: Awaitable[list[RunRecord]], judge: Judge | None, grader: Grader | None = None
+) -> list[RunRecord]:
+    """The work's records, the judge (and the grader's own client) closed after it."""
     try:
         return await work
     finally:
+        if grader is not None:
+            await grader.aclose()
         if judge is not None:
             await judge.aclose()
 

@@ -37,7 +37,10 @@ from judge.runs._agent import (
 )
 from judge.runs._preflight import request_body
 from judge.runs._records import RunRecord
-from judge.runs._request import Asker, reply_error
+from judge.runs._replies import reply_error
+from judge.runs._request import Asker
+from judge.runs._user import UserModelError, UserSimulator
+from judge.runs._user_run import UserLog
 
 Stop = Literal["answer", "step_limit"] | None
 
@@ -52,6 +55,8 @@ class AgentLoop:
     max_steps: int
     described: dict[str, Any]
     """The loop as the options named it (stored in every record's settings)."""
+    user: UserSimulator | None = None
+    """Plays the user of the cases with a scenario (`--user-model`), after each agent reply."""
 
 
 class _CaseTools:
@@ -111,6 +116,8 @@ class _AgentRun:
         self.limit_hit = False  # an agent that swallows StepLimit still hit it
         self.env: Environment | None = None
         self.transcript = Transcript()
+        simulated = loop.user is not None and case.user is not None
+        self.talk = UserLog(loop.user) if simulated and loop.user is not None else None
 
     async def chat(
         self, messages: Sequence[dict[str, Any]], tools: Any = CASE_TOOLS
@@ -146,31 +153,68 @@ class _AgentRun:
         return message
 
     async def drive(self) -> tuple[Stop, str | None]:
-        """The loop or the agent, to its end: how it stopped, and why it failed (None: it
-        did not)."""
+        """The loop or the agent, to its end (with a simulated user, turn after turn): how it
+        stopped, and why it failed (None: it did not)."""
         loop, transcript = self.loop, self.transcript
         try:
             self.env = await _environment(loop.env, self.case)
-            if loop.agent is None:
-                assert self.env is not None, "the built-in loop needs an environment"
-                await built_in_loop(self.case, self.chat, self.env, transcript)
-            else:  # the agent sees the case as its prompt: a recorded path left out
-                asked = self.case.model_copy(update={"messages": self.prompt})
-                returned = await call_agent(loop.agent, asked, self.chat, self.env)
-                transcript.messages = plain_json(_agent_transcript(returned, self.prompt))
-            if self.limit_hit:
-                raise StepLimit
+            await self._agent_turn()
+            if self.talk is not None:
+                await self._converse()
         except StepLimit:
-            if loop.agent is not None and not transcript.messages:  # it never returned
-                transcript.messages = list(self.seen)
+            if loop.agent is not None and len(self.seen) > len(transcript.messages):
+                transcript.messages = list(self.seen)  # it never returned: its path so far
+            self._ended("runner", f"--max-steps ({loop.max_steps}) reached")
             return "step_limit", None
         except JudgeEndpointError:
             raise  # the endpoint refuses everything: the batch stops
-        except CandidateRequestError as exc:
+        except (CandidateRequestError, UserModelError) as exc:
+            self._ended("runner", str(exc))
             return None, str(exc)
         except Exception as exc:  # the agent's own code, or the environment, failed
+            self._ended("runner", f"the agent run failed: {type(exc).__name__}")
             return None, f"the agent run failed: {type(exc).__name__}: {exc}"
         return "answer", None
+
+    async def _agent_turn(self) -> None:
+        """The agent's turn, from the conversation so far to its reply in text: the built-in
+        loop, or the user's agent (given the conversation as its case's messages)."""
+        if self.loop.agent is None:
+            assert self.env is not None, "the built-in loop needs an environment"
+            await built_in_loop(self.case, self.chat, self.env, self.transcript)
+        else:  # the agent sees the case as its prompt: a recorded path left out
+            so_far = [*self.prompt, *self.transcript.messages]
+            asked = self.case.model_copy(update={"messages": so_far})
+            returned = await call_agent(self.loop.agent, asked, self.chat, self.env)
+            self.transcript.messages += plain_json(_agent_transcript(returned, so_far))
+        if self.limit_hit:
+            raise StepLimit
+
+    async def _converse(self) -> None:
+        """The simulated user answers each agent reply in text until it is done, says
+        nothing, or its turns run out."""
+        assert self.talk is not None and self.case.user is not None
+        scenario = self.case.user
+        while True:
+            if self.talk.turns >= scenario.max_turns:
+                self._ended("runner", f"the scenario's max_turns ({scenario.max_turns}) used")
+                return
+            conversation = [*self.prompt, *self.transcript.messages]
+            try:
+                turn = await self.talk.simulator.reply(scenario, conversation, self.run)
+            except CandidateRequestError as exc:
+                raise UserModelError(f"the user model failed: {exc}") from None
+            self.talk.add(turn)
+            if turn.done or not turn.text:
+                said = "the user said it was done" if turn.done else "the user said nothing"
+                self._ended("user", said)
+                return
+            self.transcript.messages.append({"role": "user", "content": turn.text})
+            await self._agent_turn()
+
+    def _ended(self, by: str, why: str) -> None:
+        if self.talk is not None and self.talk.ended_by is None:
+            self.talk.ended_by, self.talk.end_reason = by, why
 
     def record(self, stop: Stop, error: str | None) -> RunRecord:
         """The run as a record, ungraded, with the state its environment ended in (the
@@ -205,6 +249,7 @@ class _AgentRun:
             attempts=sum(s["attempts"] for s in spent),
             calls_from_content=self.from_text,
             settings=self.asker.settings,
+            **(self.talk.fields() if self.talk is not None else {}),
         )
 
 

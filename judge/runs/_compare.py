@@ -43,6 +43,9 @@ class ModelStats:
     """Records, failed requests included."""
     errors: int
     """Requests that failed for good (left out of every rate)."""
+    user_errors: int
+    """Runs whose simulated user broke its scenario (`user_error`): the simulator's mistake,
+    not the agent's, so left out of every rate."""
     tool_errors: int
     """Tool calls of agent runs that failed in the environment (a tool's refusal, a server
     that did not answer), over all runs."""
@@ -74,12 +77,15 @@ class ModelStats:
     """Each case's mean `call_scores.f1` over its runs (where it has one)."""
     per_case_structural: dict[str, float] = field(repr=False, default_factory=dict)
     """Each case's share of calls with a structural failure (where it made calls)."""
+    user_error_runs: list[dict[str, Any]] = field(default_factory=list)
+    """The runs whose simulated user broke its scenario: `{"case_id", "run", "reason"}`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "responses": self.responses,
             "errors": self.errors,
+            "user_errors": self.user_errors,
             "tool_errors": self.tool_errors,
             "runs_with_tool_errors": self.runs_with_tool_errors,
             "cases": self.cases,
@@ -95,6 +101,7 @@ class ModelStats:
             "latency_s": {"p50": self.latency_p50, "p95": self.latency_p95},
             "structural": self.structural.to_dict() if self.structural else None,
             "failing": [f.to_dict() for f in self.failing],
+            "user_error_runs": self.user_error_runs,
         }
 
 
@@ -311,7 +318,7 @@ def paired_difference(
 
 def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
     outcomes: dict[str, list[bool | None]] = defaultdict(list)
-    graded = [r for r in rows if r.error is None]
+    graded = [r for r in rows if r.error is None and r.user_error is None]
     for record in graded:
         outcomes[record.case_id].append(record.passed)
     repeats = repeat_stats(outcomes)
@@ -328,7 +335,8 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
     return ModelStats(
         model=model,
         responses=len(rows),
-        errors=len(rows) - len(graded),
+        errors=sum(r.error is not None for r in rows),
+        user_errors=sum(r.error is None and r.user_error is not None for r in rows),
         tool_errors=sum(len(r.tool_errors) for r in rows),
         runs_with_tool_errors=sum(bool(r.tool_errors) for r in rows),
         cases=len(per_case),
@@ -348,6 +356,11 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
         failing=failing_cases(graded),
         per_case_f1={case: sum(f) / len(f) for case, f in case_f1s.items()},
         per_case_structural=structural_shares,
+        user_error_runs=[
+            {"case_id": r.case_id, "run": r.run, "reason": r.user_error}
+            for r in rows
+            if r.error is None and r.user_error is not None
+        ],
     )
 
 
@@ -399,5 +412,11 @@ def _fairness_warnings(by_model: dict[str, list[RunRecord]]) -> list[str]:
         if errors:
             warnings.append(
                 f"{model}: {errors} of {len(rows)} requests failed and are left out of its rates"
+            )
+        faulty = sum(r.error is None and r.user_error is not None for r in rows)
+        if faulty:
+            warnings.append(
+                f"{model}: in {faulty} of {len(rows)} runs the simulated user broke its scenario "
+                "(user_error): the simulator's mistakes, left out of its rates"
             )
     return warnings

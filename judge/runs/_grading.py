@@ -26,6 +26,7 @@ from judge.runs._agent import final_answer, prompt_of
 from judge.runs._comparable import NOTHING_OF_ITS_OWN, has_reference
 from judge.runs._preflight import LOCAL
 from judge.runs._records import RunRecord
+from judge.runs._user_grade import FidelityQuestion, with_user_faults
 
 T = TypeVar("T")
 OnRecord = Callable[[RunRecord], None]
@@ -59,8 +60,14 @@ class Grader:
         self.match = match
         self.env = env
         self._schemas = SchemaCache()
+        self._fidelity: FidelityQuestion | None = None
         self.grading = _grading(self)
         """A digest of how this grader grades (each record's `graded_with`)."""
+
+    async def aclose(self) -> None:
+        """Release the client of the judge's question about simulated users, if one was made."""
+        if self._fidelity is not None:
+            await self._fidelity.aclose()
 
     def reads_text_calls(self, model: str) -> bool:
         return self.text_calls is None or model in self.text_calls
@@ -73,7 +80,10 @@ class Grader:
         if record.error is not None or (record.response is None and record.transcript is None):
             return record
         if record.transcript is not None:
-            return await self._grade_run(record, case)
+            ran = await self._grade_run(record, case)
+            if self.judge is not None and self._fidelity is None and case.user is not None:
+                self._fidelity = FidelityQuestion(self.judge)
+            return await with_user_faults(ran, case, self._fidelity)
         try:
             response = normalise_response(record.response)
         except ShapeError as exc:

@@ -87,6 +87,19 @@ class RunRecord(BaseModel):
     case_hash: str | None = None
     """The sha256 of the case the record was asked and graded with (by `judge regrade`: graded
     against). Resuming asks again a record whose case hashes otherwise now."""
+    ended_by: Literal["agent", "user", "runner"] | None = None
+    """With a simulated user: who ended the run (the agent cannot end one: `runner` is the
+    turn or step limit, or an error)."""
+    end_reason: str | None = None
+    """With a simulated user: why the run ended, in words."""
+    user: dict[str, Any] | None = None
+    """With a simulated user: its model, turns, closing line, cached turns, usage, latency,
+    and the turns at which it called a tool (`judge.runs._user_run`)."""
+    user_faults: tuple[dict[str, Any], ...] = ()
+    """The simulated user's mistakes found: `{"kind", "turn", "detail"}`."""
+    user_error: str | None = None
+    """Why the run is the simulator's failure, not the agent's: then `passed` is null and the
+    run is reported apart, out of the agent's pass rate."""
     graded_with: str | None = None
     """A digest of what graded the record beside its case: the judge's fingerprint, the match
     settings, the environment, the models whose reply text was read for calls. `judge regrade`
@@ -134,6 +147,8 @@ class RunRecord(BaseModel):
                 "tool_errors": list(self.tool_errors),
                 "requests": list(self.requests or ()),
             }
+        if self.user is not None:
+            data |= {"ended_by": self.ended_by, "end_reason": self.end_reason, "user": self.user}
         data |= {
             "tool_selection": self.tool_selection,
             "schema_valid": self.schema_valid,
@@ -150,6 +165,9 @@ class RunRecord(BaseModel):
                 data["judge_dispute"] = True
         if self.undecided is not None:
             data["undecided"] = self.undecided
+        if self.user is not None:
+            data["user_faults"] = list(self.user_faults)
+            data["user_error"] = self.user_error
         data |= {"usage": self.usage, "latency_s": self.latency_s, "cost_usd": self.cost_usd}
         if self.error is not None:
             data["error"] = self.error

@@ -10,7 +10,7 @@ from typing import IO, Any
 from judge.calibrate._report import STYLE, plot_png
 from judge.runs._compare import Comparison
 from judge.runs._intervals import Interval
-from judge.runs._report_cases import failures_html, pairs_table, print_failures
+from judge.runs._report_cases import failures_html, pairs_table, print_failures, user_errors_html
 from judge.runs._report_ppi import estimates_html, print_estimates
 
 _CHECK_NAMES = {
@@ -31,8 +31,9 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
     rates = Table(
         title="models, best first (pass rate: 95% Wilson interval over cases)", title_justify="left"
     )
+    simulated = any(s.user_errors for s in models)
     columns = ("#", "model", "cases", "pass rate", "95% CI", "F1", *_CHECK_NAMES.values(),
-               "errors", "tool errors")  # fmt: skip
+               "errors", "tool errors", *(("user errors",) if simulated else ()))  # fmt: skip
     for name in columns:
         rates.add_column(name, justify="left" if name == "model" else "right")
     for rank, stats in enumerate(models, start=1):
@@ -47,6 +48,7 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
             *(_pct(stats.breakdown.get(name)) for name in _CHECK_NAMES),
             str(stats.errors),
             f"{stats.tool_errors} in {stats.runs_with_tool_errors}" if stats.tool_errors else "0",
+            *((str(stats.user_errors),) if simulated else ()),
         )
     console.print(rates)
 
@@ -121,6 +123,7 @@ def render_comparison(comparison: Comparison, *, title: str = "model comparison"
     if comparison.estimates is not None:
         parts.extend(estimates_html(comparison.estimates))
     parts.extend(failures_html(comparison))
+    parts.extend(user_errors_html(comparison))
     parts.append("<div class='row'>")
     for caption, draw in _PLOTS:
         parts.append(

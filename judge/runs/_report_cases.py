@@ -158,3 +158,23 @@ def _rate(rate: Rate | None) -> str:
     if rate is None:
         return "n/a"
     return f"{rate.value:.1%} [{rate.low:.1%}, {rate.high:.1%}] ({rate.count})"
+
+
+def user_errors_html(comparison: Comparison) -> list[str]:
+    """The runs whose simulated user broke its scenario, per model: reported apart, out of
+    the agent's rates (nothing when no run had a simulated user's mistake)."""
+    if not any(stats.user_error_runs for stats in comparison.models):
+        return []
+    parts = ["<h2>Simulated users' mistakes (left out of the pass rates)</h2>"]
+    for stats in comparison.models:
+        if not stats.user_error_runs:
+            continue
+        parts.append(
+            f"<h3>{html.escape(stats.model)}: {len(stats.user_error_runs)} runs</h3>"
+            f"<table class='user-errors' data-model='{html.escape(stats.model)}'><tr>"
+            "<th>case</th><th>run</th><th>why</th></tr>"
+        )
+        for found in stats.user_error_runs:
+            parts.append(_row([str(found["case_id"]), str(found["run"]), str(found["reason"])]))
+        parts.append("</table>")
+    return parts

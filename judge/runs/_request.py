@@ -6,15 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from judge.cases._calls import first_choice
 from judge.cases._case import Case
 from judge.cases._hash import case_hash
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.runs._grading import Grader
 from judge.runs._preflight import Agreed
 from judge.runs._records import RunRecord
+from judge.runs._replies import reply_error
 
 Job = tuple[str, Case, int]
 """(model, case, run)."""
@@ -96,27 +94,3 @@ class Asker:
             "attempts": attempts,
             "cost_usd": cost,
         }
-
-
-def reply_error(body: Any) -> str | None:
-    """Why a successful (200) reply holds no answer: OpenRouter reports an error met during
-    generation as a choice with `finish_reason: "error"` and an `error` object, or as an
-    `error` in the body. None for an answer."""
-    if not isinstance(body, dict):
-        return None
-    choice = first_choice(body)
-    error = choice.get("error") or body.get("error")
-    if error is None and choice.get("finish_reason") != "error":
-        return None
-    detail = ""
-    if isinstance(error, dict):
-        code = f" (code {error['code']})" if error.get("code") is not None else ""
-        detail = f": {error.get('message') or sorted_json(error)}{code}"
-    elif error:
-        detail = f": {error}"
-    return f"the endpoint reported an error instead of an answer{detail}"
-
-
-def sorted_json(value: Any) -> str:
-    """`value` as JSON text with sorted keys, for a message."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()

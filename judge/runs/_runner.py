@@ -28,7 +28,8 @@ from judge.runs._batches import ask_in_batches
 from judge.runs._grading import Grader, OnRecord, needs_judging, pool
 from judge.runs._preflight import LOCAL, Agreed, PreflightError, request_body
 from judge.runs._records import Key, RunRecord
-from judge.runs._request import Asker, Job, sorted_json
+from judge.runs._replies import sorted_json
+from judge.runs._request import Asker, Job
 from judge.runs._resume import case_hashes, of_its_case
 
 __all__ = [
@@ -97,6 +98,9 @@ class Runner:
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
+        if self.loop is not None and self.loop.user is not None:
+            await self.loop.user.aclose()
+        await self.grader.aclose()
 
     def plan(
         self,

@@ -1,0 +1,150 @@
+"""A simulated user's mistakes, found when its run is graded: the code checks of
+`judge.runs._user_faults` over the transcript and, when a judge grades, one question to it
+("did the user stay within its instructions and facts?"). A run with any is the simulator's
+failure, not the agent's: `user_error` says why, `passed` is null, and the run is reported
+apart, out of the agent's rates. Graded again (`judge regrade`), it is found again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from judge.cases._case import Case, UserScenario
+from judge.endpoints._candidates import CandidateClient, CandidateRequestError
+from judge.endpoints._client import serving
+from judge.judging._cache import cache_key
+from judge.judging._grade import Judge
+from judge.runs._agent import prompt_of
+from judge.runs._records import RunRecord
+from judge.runs._replies import reply_error
+from judge.runs._user import _fact, user_view
+from judge.runs._user_faults import UserFault, user_faults
+
+QUESTION_VERSION = "1"
+_SYSTEM = (
+    "You check a SIMULATED customer in a support chat: a model was told to play a customer "
+    "from a brief, and must stay within it. It may only want what the brief says, state only "
+    "the facts the brief gives it (or that the assistant told it), give them when asked, and "
+    "speak as the customer, never as the assistant. Answer `yes` if the customer stayed "
+    "within its brief, `no` if it did not: on the first line the one word; if no, on the "
+    "second line what it did wrong, in one sentence."
+)
+
+
+def expects_action(case: Case) -> bool:
+    """Whether the case expects the agent to call tools (its task needs doing)."""
+    called = case.assert_tools.called if case.assert_tools is not None else ()
+    return bool(case.expected_calls) or bool(called)
+
+
+def code_faults(record: RunRecord, case: Case) -> list[UserFault]:
+    """The code checks' findings on a run with a simulated user."""
+    assert case.user is not None and record.user is not None
+    return user_faults(
+        case.user,
+        prompt_of(case),
+        record.transcript or [],
+        closing=record.user.get("closing"),
+        user_calls=tuple(record.user.get("tool_calls") or ()),
+        tool_names=[tool.name for tool in case.tools],
+        expects_action=expects_action(case),
+    )
+
+
+class FidelityQuestion:
+    """The judge's one question per run about the simulated user, asked on the judge's own
+    endpoint and model, and cached with its verdicts."""
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self._client: CandidateClient | None = None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def body(self, scenario: UserScenario, conversation: Sequence[dict[str, Any]]
+             ) -> dict[str, Any]:  # fmt: skip
+        facts = "\n".join(f"- {k}: {_fact(v)}" for k, v in scenario.facts.items()) or "(none)"
+        lines = [f"CUSTOMER: {m['content']}" if m["role"] == "assistant"
+                 else f"ASSISTANT: {m['content']}" for m in user_view(conversation)]  # fmt: skip
+        brief = (
+            f"The customer's brief:\nGoal: {scenario.instructions.strip()}\nFacts it knows:\n"
+            f"{facts}\n\nThe chat (the assistant's tool calls not shown):\n" + "\n".join(lines)
+        )
+        question = "Did the customer stay within its brief and facts? Answer yes or no."
+        return {
+            "model": self.judge.model,
+            "messages": [
+                {"role": "system", "content": _SYSTEM},
+                {"role": "user", "content": f"{brief}\n\n{question}"},
+            ],
+            "temperature": 0.0,
+            "seed": self.judge.seed,
+            "max_tokens": 60,
+        }
+
+    async def ask(self, scenario: UserScenario, conversation: Sequence[dict[str, Any]]
+                  ) -> UserFault | None:  # fmt: skip
+        """A `judge` fault when the judge says the user left its brief; None when it says it
+        stayed, or its answer cannot be read (the code checks still stand)."""
+        body = self.body(scenario, conversation)
+        cache = self.judge.verdict_cache
+        key = cache_key({"user_fidelity": QUESTION_VERSION, "body": body})
+        text = await cache.get(key) if cache is not None else None
+        if text is None:
+            text = await self._answer(body)
+            if text is None:
+                return None
+            if cache is not None:
+                await cache.put(key, text)
+        first, _, rest = str(text).strip().partition("\n")
+        word = first.strip().strip(".!*`'\"").lower()
+        if not word.startswith("no"):
+            return None
+        why = rest.strip() or "the judge says the user left its brief"
+        return UserFault("judge", 0, why[:200])
+
+    async def _answer(self, body: dict[str, Any]) -> str | None:
+        if self._client is None:
+            endpoint, concurrency, timeout = await serving(self.judge.endpoint, 4, 120.0)
+            self._client = CandidateClient(endpoint, concurrency=concurrency, timeout=timeout)
+        try:
+            answer = await self._client.chat(body)
+        except CandidateRequestError:
+            return None
+        if reply_error(answer.body) is not None or not isinstance(answer.body, dict):
+            return None
+        choices = answer.body.get("choices") or [{}]
+        content = (choices[0].get("message") or {}).get("content")
+        return content if isinstance(content, str) else None
+
+
+async def with_user_faults(
+    record: RunRecord, case: Case, question: FidelityQuestion | None
+) -> RunRecord:
+    """`record` with its simulated user's mistakes, and `user_error` (passed null) when it
+    made any; a run without a simulated user as it is."""
+    if record.user is None or case.user is None or record.error is not None:
+        return record
+    faults = code_faults(record, case)
+    if question is not None:
+        conversation = [*prompt_of(case), *(record.transcript or [])]
+        closing = record.user.get("closing")
+        if closing:
+            conversation.append({"role": "user", "content": closing})
+        found = await question.ask(case.user, conversation)
+        if found is not None:
+            faults.append(found)
+    reason = "; ".join(_said(f) for f in faults) or None
+    update: dict[str, Any] = {"user_faults": tuple(f.as_dict() for f in faults)}
+    update["user_error"] = reason
+    if reason is not None:
+        update["passed"] = None
+    return record.model_copy(update=update)
+
+
+def _said(fault: UserFault) -> str:
+    where = "the judge" if fault.kind == "judge" else f"turn {fault.turn}"
+    return f"{fault.kind} ({where}): {fault.detail}"

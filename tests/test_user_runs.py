@@ -1,0 +1,270 @@
+"""`judge run --user-model`: a model plays the user of a case's scenario after each agent
+reply in text, until it writes the stop token, the scenario's `max_turns` or `--max-steps`;
+the record keeps every turn, who ended the run and why; user turns are cached; a user model
+that cannot be reached is refused before any run starts.
+
+The agents are the scripted shop agents of `tests.agent_server` (`agent/asks` asks which
+order until told); the users are scripted servers on 127.0.0.1 that read their scenario's
+facts from the system prompt, as a model would."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from judge.cli import main
+from judge.runs._user import STOP, system_prompt, user_view
+from tests.agent_server import AgentServer, agent_server
+from tests.chat_server import ChatServer, Reply, completion, serving
+from tests.openrouter_server import KEY
+from tests.run_helpers import lines
+from tests.test_agent_runs import AGENT, ENV, TOOLS
+
+ROOT = Path(__file__).resolve().parents[1]
+MCP = f"{__import__('sys').executable} {ROOT / 'examples' / 'refunds' / 'mcp_server.py'}"
+SCENARIO = {
+    "instructions": "You want a full refund of your damaged order. Give the order id only "
+    "when asked.",
+    "facts": {"order_id": "ord_1001"},
+    "persona": "terse",
+    "max_turns": 4,
+}
+REFUND = {
+    "id": "refund",
+    "messages": [
+        {"role": "system", "content": "You are the shop's support agent."},
+        {"role": "user", "content": "My order arrived damaged, I want a refund."},
+    ],
+    "tools": TOOLS,
+    "expected_calls": [
+        {"name": "lookup_order", "arguments": {"order_id": "ord_1001"}},
+        {"name": "verify_refund_eligibility", "arguments": {"order_id": "ord_1001"}},
+        {"name": "issue_refund", "arguments": {"order_id": "ord_1001", "amount": 59.9}},
+    ],
+    "user": SCENARIO,
+}
+
+
+def said(text: str) -> Reply:
+    return Reply(body=completion(text))
+
+
+def faithful(body: dict[str, Any]) -> Reply:
+    """Gives the order id when asked, thanks and stops once refunded."""
+    system, told = body["messages"][0]["content"], body["messages"][-1]
+    order = re.search(r"order_id: (\S+)", system)
+    if told["role"] == "user" and "Which order" in told["content"] and order:
+        return said(f"It's {order.group(1)}.")
+    return said(f"Thanks, that is all. {STOP}")
+
+
+def chatty(body: dict[str, Any]) -> Reply:
+    """Never done: says something new every turn."""
+    return said(f"And another thing, number {len(body['messages'])}?")
+
+
+@pytest.fixture
+def shop() -> Iterator[AgentServer]:
+    with agent_server() as server:
+        yield server
+
+
+def write(path: Path, *cases: dict[str, Any]) -> Path:
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return path
+
+
+def run(shop: AgentServer, user: ChatServer | str, cases: Path, *args: str) -> Result:
+    url = user if isinstance(user, str) else user.url
+    return CliRunner(env={"FAKE_KEY": KEY, "JUDGE_USER_API_KEY": "user-key"}).invoke(
+        main,
+        ["run", str(cases), "--base-url", shop.url, "--api-key-env", "FAKE_KEY",
+         "--user-model", "user/scripted", "--user-base-url", url, *args],
+    )  # fmt: skip
+
+
+def turns(user: ChatServer) -> list[dict[str, Any]]:
+    """The user turns asked of the user model (not the one request that checks it answers)."""
+    return [r.body for r in user.chat_requests if r.body["messages"][0]["role"] == "system"]
+
+
+def one(path: Path) -> dict[str, Any]:
+    [record] = lines(path)
+    return record
+
+
+def with_user(
+    tmp_path: Path, shop: AgentServer, play: Callable[[dict[str, Any]], Reply], *args: str,
+    case: dict[str, Any] = REFUND,
+) -> tuple[dict[str, Any], ChatServer, Result]:  # fmt: skip
+    cases = write(tmp_path / "cases.jsonl", case)
+    out = tmp_path / "runs.jsonl"
+    with serving(play) as user:
+        done = run(shop, user, cases, "--models", "agent/asks", "-o", str(out),
+                   "--user-cache-dir", str(tmp_path / "user-cache"), *args)  # fmt: skip
+    assert done.exit_code in (0, 1), done.output
+    return one(out), user, done
+
+
+def test_the_user_gives_the_order_when_asked_and_the_run_passes(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    record, user, _ = with_user(tmp_path, shop, faithful, "--env", ENV)
+    roles = [m["role"] for m in record["transcript"]]
+    assert roles == ["assistant", "user", *["assistant", "tool"] * 3, "assistant"]
+    assert record["transcript"][0]["content"] == "Which order is it?"
+    assert record["transcript"][1] == {"role": "user", "content": "It's ord_1001."}
+    assert record["final_answer"] == "Refunded 59.90 for ord_1001."
+    assert (record["passed"], record["stop"], record["ended_by"]) == (True, "answer", "user")
+    assert record["end_reason"] == "the user said it was done"
+    assert record["final_state"]["ord_1001"]["status"] == "refunded"
+    found = record["user"]
+    assert (found["turns"], found["closing"], found["asked"], found["cached"]) == (
+        1, "Thanks, that is all.", 2, 0)  # fmt: skip
+    assert found["model"] == "user/scripted" and found["temperature"] == 0.7
+    assert record["settings"]["user"]["seed"] == 7
+    # the user model saw its own turns as the assistant's, the agent's text as the user's
+    first, second = turns(user)
+    assert first["messages"][1:] == [
+        {"role": "assistant", "content": "My order arrived damaged, I want a refund."},
+        {"role": "user", "content": "Which order is it?"},
+    ]
+    assert "ord_1001" in first["messages"][0]["content"] and first["seed"] == 7
+    assert second["messages"][-1] == {"role": "user", "content": "Refunded 59.90 for ord_1001."}
+    assert all(r.authorization == "Bearer user-key" for r in user.chat_requests)
+
+
+def test_a_user_that_never_stops_ends_at_its_max_turns(tmp_path: Path, shop: AgentServer) -> None:
+    record, user, _ = with_user(tmp_path, shop, chatty, "--env", ENV)
+    assert (record["ended_by"], record["stop"]) == ("runner", "answer")
+    assert record["end_reason"] == "the scenario's max_turns (4) used"
+    assert record["user"]["turns"] == 4 and len(turns(user)) == 4
+    assert sum(m["role"] == "user" for m in record["transcript"]) == 4
+
+
+def test_the_step_limit_ends_a_conversation(tmp_path: Path, shop: AgentServer) -> None:
+    record, _, _ = with_user(tmp_path, shop, faithful, "--env", ENV, "--max-steps", "3")
+    assert (record["ended_by"], record["stop"], record["passed"]) == ("runner", "step_limit", False)
+    assert record["end_reason"] == "--max-steps (3) reached"
+
+
+def test_user_turns_are_cached_a_rerun_asks_the_user_nothing(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    cases = write(tmp_path / "cases.jsonl", REFUND)
+    outs = [tmp_path / "first.jsonl", tmp_path / "again.jsonl"]
+    asked = []
+    with serving(faithful) as user:
+        for out in outs:
+            done = run(shop, user, cases, "--models", "agent/asks", "--env", ENV, "-o", str(out),
+                       "--user-cache-dir", str(tmp_path / "user-cache"))  # fmt: skip
+            assert done.exit_code == 0, done.output
+            asked.append(len(turns(user)))
+    first, again = (one(out) for out in outs)
+    assert asked == [2, 2]  # the second run asked the user model nothing
+    assert (first["user"]["asked"], again["user"]["asked"], again["user"]["cached"]) == (2, 0, 2)
+    assert again["transcript"] == first["transcript"]
+
+
+def test_the_users_own_agent_converses_too(tmp_path: Path, shop: AgentServer) -> None:
+    record, _, _ = with_user(tmp_path, shop, faithful, "--env", ENV, "--agent", AGENT)
+    assert record["passed"] is True and record["ended_by"] == "user"
+    users = [m for m in record["transcript"] if m["role"] == "user"]
+    assert users == [{"role": "user", "content": "It's ord_1001."}]
+
+
+def test_an_mcp_server_is_the_environment_of_a_conversation(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    pytest.importorskip("mcp")
+    record, _, _ = with_user(tmp_path, shop, faithful, "--mcp", MCP, "--mcp-state",
+                             "shop://orders")  # fmt: skip
+    assert record["passed"] is True and record["ended_by"] == "user"
+    assert record["final_state"]["ord_1001"]["status"] == "refunded"
+
+
+def test_the_prompt_and_the_users_view() -> None:
+    from judge.cases._case import UserScenario
+
+    brief = system_prompt(UserScenario.model_validate(SCENARIO))
+    assert "ord_1001" in brief and STOP in brief and "terse" in brief
+    view = user_view([
+        {"role": "system", "content": "agent prompt"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
+        {"role": "tool", "content": "{}"},
+        {"role": "assistant", "content": "Looking."},
+        {"role": "assistant", "content": "Done."},
+    ])  # fmt: skip
+    assert view == [{"role": "assistant", "content": "hi"},
+                    {"role": "user", "content": "Looking.\n\nDone."}]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("scenario", "said"),
+    [
+        pytest.param({"facts": {}}, "/user/instructions", id="no-instructions"),
+        pytest.param({"instructions": "x", "max_turns": 0}, "/user/max_turns", id="no-turns"),
+    ],
+)
+def test_a_bad_scenario_is_refused_naming_it(
+    tmp_path: Path, shop: AgentServer, scenario: dict[str, Any], said: str
+) -> None:
+    cases = write(tmp_path / "cases.jsonl", {**REFUND, "user": scenario})
+    with serving(faithful) as user:
+        done = run(shop, user, cases, "--models", "agent/asks", "--env", ENV)
+        assert user.chat_requests == []
+    assert done.exit_code == 2 and said in done.output
+    assert shop.chats == []
+
+
+def test_a_user_model_that_cannot_be_reached_is_refused_before_any_run(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    cases = write(tmp_path / "cases.jsonl", REFUND)
+    done = run(shop, "http://127.0.0.1:9/v1", cases, "--models", "agent/asks", "--env", ENV)
+    assert done.exit_code == 2 and "cannot be reached" in done.output
+    assert shop.chats == []
+
+
+def test_a_simulated_user_needs_an_agent_run(tmp_path: Path, shop: AgentServer) -> None:
+    cases = write(tmp_path / "cases.jsonl", REFUND)
+    with serving(faithful) as user:
+        done = run(shop, user, cases, "--models", "agent/asks")
+    assert done.exit_code == 2 and "add --env, --mcp or --agent" in done.output
+
+
+def test_a_conversation_is_a_case_that_judge_check_grades(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    """`judge transcripts`: each run as a case (the whole conversation, its last reply the
+    response), read and graded by `judge check` as any case: its path replayed to the
+    reference's final state."""
+    record, _, _ = with_user(tmp_path, shop, faithful, "--env", ENV)
+    out = tmp_path / "transcripts.jsonl"
+    done = CliRunner().invoke(main, ["transcripts", str(tmp_path / "runs.jsonl"),
+                                     str(tmp_path / "cases.jsonl"), "-o", str(out)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    [case] = lines(out)
+    assert case["id"] == "refund::agent/asks::1" and case["user"] == SCENARIO
+    assert case["messages"][2:] == record["transcript"][:-1]
+    assert case["response"] == record["transcript"][-1]
+    assert case["meta"]["run"]["ended_by"] == "user" and case["meta"]["run"]["passed"] is True
+    checked = CliRunner().invoke(main, ["check", str(out), "--env", ENV, "--format", "json"])
+    assert checked.exit_code == 0, checked.output
+    [result] = [
+        json.loads(line) for line in checked.stdout.splitlines() if line.startswith('{"id"')
+    ]
+    assert result["passed"] is True and result["final_state"]["equal"] is True
+    assert [c["name"] for c in result["trajectory"]["calls"]] == [
+        "lookup_order", "verify_refund_eligibility", "issue_refund"]  # fmt: skip
+    runs = str(tmp_path / "runs.jsonl")
+    again = CliRunner().invoke(main, ["transcripts", runs, str(tmp_path / "cases.jsonl"),
+                                      "-o", runs])  # fmt: skip
+    assert again.exit_code == 2  # never over an input
