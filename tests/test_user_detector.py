@@ -175,3 +175,9 @@ def test_the_judge_names_a_user_that_left_its_brief(tmp_path: Path) -> None:
     assert judged == expected
     for name in judged:
         assert "its brief does not want" in records[name]["user_error"]
+    for script in SCRIPTS:  # the judge's verdict on the reply to each user turn
+        replies = segments(script)
+        turns = records[script.name]["turn_verdicts"]
+        assert [t["turn"] for t in turns] == list(range(len(turns)))
+        assert len(replies) - 1 <= len(turns) <= len(replies)
+        assert {t["verdict"] for t in turns} == {"correct"}

@@ -26,7 +26,7 @@ from judge.runs._agent import final_answer, prompt_of
 from judge.runs._comparable import NOTHING_OF_ITS_OWN, has_reference
 from judge.runs._preflight import LOCAL
 from judge.runs._records import RunRecord
-from judge.runs._user_grade import FidelityQuestion, with_user_faults
+from judge.runs._user_grade import FidelityQuestion, turn_verdicts, with_user_faults
 
 T = TypeVar("T")
 OnRecord = Callable[[RunRecord], None]
@@ -80,10 +80,7 @@ class Grader:
         if record.error is not None or (record.response is None and record.transcript is None):
             return record
         if record.transcript is not None:
-            ran = await self._grade_run(record, case)
-            if self.judge is not None and self._fidelity is None and case.user is not None:
-                self._fidelity = FidelityQuestion(self.judge)
-            return await with_user_faults(ran, case, self._fidelity)
+            return await self._user_side(await self._grade_run(record, case), case)
         try:
             response = normalise_response(record.response)
         except ShapeError as exc:
@@ -127,6 +124,24 @@ class Grader:
             message = f"the candidate was still calling tools after {steps} steps (--max-steps)"
             checked = _failed(checked, FailureKind.STEP_LIMIT, message, passed=False)
         return await self._judged(record, graded, _cut_off(record.response, checked))
+
+    async def _user_side(self, record: RunRecord, case: Case) -> RunRecord:
+        """A run with a simulated user: with a judge, its verdict on the reply to each user
+        turn; then the user's mistakes (the judge's question too). The judge's endpoint
+        refusing: `Unjudged`, the record kept with what code found."""
+        if record.user is None or case.user is None or record.error is not None:
+            return record
+        if self.judge is None:
+            return await with_user_faults(record, case, None)
+        if self._fidelity is None:
+            self._fidelity = FidelityQuestion(self.judge)
+        try:
+            turns = tuple(await turn_verdicts(self.judge, record, case))
+            return await with_user_faults(
+                record.model_copy(update={"turn_verdicts": turns}), case, self._fidelity
+            )
+        except JudgeEndpointError as exc:
+            raise Unjudged(await with_user_faults(record, case, None), exc) from exc
 
     async def _judged(self, record: RunRecord, graded: Case, checked: CaseResult) -> RunRecord:
         """`record` with the checks, and the judge's verdicts when there is a judge."""

@@ -95,6 +95,9 @@ class RunRecord(BaseModel):
     user: dict[str, Any] | None = None
     """With a simulated user: its model, turns, closing line, cached turns, usage, latency,
     and the turns at which it called a tool (`judge.runs._user_run`)."""
+    turn_verdicts: tuple[dict[str, Any], ...] = ()
+    """With a simulated user and a judge: the judge's selection verdict on the agent's reply
+    to each user turn, `{"turn", "verdict", "category", "confidence"}` (turn 0: the opening)."""
     user_faults: tuple[dict[str, Any], ...] = ()
     """The simulated user's mistakes found: `{"kind", "turn", "detail"}`."""
     user_error: str | None = None
@@ -166,6 +169,8 @@ class RunRecord(BaseModel):
         if self.undecided is not None:
             data["undecided"] = self.undecided
         if self.user is not None:
+            if self.turn_verdicts:
+                data["turn_verdicts"] = list(self.turn_verdicts)
             data["user_faults"] = list(self.user_faults)
             data["user_error"] = self.user_error
         data |= {"usage": self.usage, "latency_s": self.latency_s, "cost_usd": self.cost_usd}

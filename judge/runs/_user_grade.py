@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from judge.cases._calls import ShapeError, normalise_response
 from judge.cases._case import Case, UserScenario
 from judge.endpoints._candidates import CandidateClient, CandidateRequestError
 from judge.endpoints._client import serving
@@ -119,6 +120,41 @@ class FidelityQuestion:
         choices = answer.body.get("choices") or [{}]
         content = (choices[0].get("message") or {}).get("content")
         return content if isinstance(content, str) else None
+
+
+async def turn_verdicts(judge: Judge, record: RunRecord, case: Case) -> list[dict[str, Any]]:
+    """The judge's selection verdict on the agent's reply to each user turn (the case's
+    opening and every simulated one): the conversation up to that turn, the reply as the
+    response (the checks' expectations left out: they are the whole run's)."""
+    conversation = [*prompt_of(case), *(record.transcript or [])]
+    start = len(prompt_of(case)) - 1
+    found: list[dict[str, Any]] = []
+    turn = 0
+    for i in range(start, len(conversation)):
+        if conversation[i].get("role") != "user":
+            continue
+        reply = next((m for m in conversation[i + 1 :] if m.get("role") == "assistant"), None)
+        if reply is None:
+            break
+        try:
+            response = normalise_response(reply)
+        except ShapeError:
+            continue
+        asked = case.model_copy(update={
+            "messages": conversation[: i + 1], "response": response, "expected_calls": None,
+            "expected_behavior": None, "assert_tools": None, "expected_answer": None,
+            "match": None, "user": None,
+        })  # fmt: skip
+        judged = (await judge.grade_case(asked)).judge
+        selection = judged.selection if judged is not None else None
+        found.append({
+            "turn": turn,
+            "verdict": None if selection is None else selection.verdict,
+            "category": None if selection is None else selection.category,
+            "confidence": None if selection is None else selection.confidence,
+        })  # fmt: skip
+        turn += 1
+    return found
 
 
 async def with_user_faults(
