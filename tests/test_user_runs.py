@@ -268,3 +268,51 @@ def test_a_conversation_is_a_case_that_judge_check_grades(
     again = CliRunner().invoke(main, ["transcripts", runs, str(tmp_path / "cases.jsonl"),
                                       "-o", runs])  # fmt: skip
     assert again.exit_code == 2  # never over an input
+
+
+def silent(body: dict[str, Any]) -> Reply:
+    return said("")
+
+
+def failing(body: dict[str, Any]) -> Reply:
+    """Answers the request that checks it answers, then fails every user turn for good."""
+    if body["messages"][0]["role"] != "system":
+        return said("OK")
+    return Reply(status=400, body={"error": {"message": "bad request"}})
+
+
+def test_a_user_that_says_nothing_ends_the_run(tmp_path: Path, shop: AgentServer) -> None:
+    record, _, _ = with_user(tmp_path, shop, silent, "--env", ENV)
+    assert (record["ended_by"], record["end_reason"]) == ("user", "the user said nothing")
+    assert record["user"]["turns"] == 0 and record["user"]["closing"] is None
+
+
+def test_a_user_model_that_fails_mid_run_is_that_runs_error(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    record, _, _ = with_user(tmp_path, shop, failing, "--env", ENV)
+    assert record["error"].startswith("the user model failed") and record["passed"] is None
+    assert record["ended_by"] == "runner" and record["end_reason"] == record["error"]
+
+
+def test_a_resumed_run_asks_the_user_nothing_twice(tmp_path: Path, shop: AgentServer) -> None:
+    """A run cut before it was written is run again from its start; its user turns, asked
+    already, come from the cache."""
+    opening = {"role": "user", "content": "Hello, my parcel was damaged, refund please."}
+    two = {**REFUND, "id": "refund-2", "messages": [REFUND["messages"][0], opening]}
+    cases = write(tmp_path / "cases.jsonl", REFUND, two)
+    out = tmp_path / "runs.jsonl"
+    args = ("--models", "agent/asks", "--env", ENV, "-o", str(out), "--user-cache-dir",
+            str(tmp_path / "user-cache"))  # fmt: skip
+    with serving(faithful) as user:
+        assert run(shop, user, cases, *args).exit_code == 0
+        first = len(turns(user))
+        kept = out.read_text().splitlines()[0]
+        out.write_text(kept + "\n")  # the second run's line never written: killed
+        resumed = run(shop, user, cases, *args)
+        assert resumed.exit_code == 0, resumed.output
+        assert len(turns(user)) == first == 4  # nothing asked again
+    records = {r["case_id"]: r for r in lines(out)}
+    assert set(records) == {"refund", "refund-2"}
+    assert [r["user"]["cached"] for r in records.values()].count(2) == 1
+    assert all(r["passed"] is True for r in records.values())
