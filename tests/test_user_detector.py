@@ -76,9 +76,10 @@ def agent_model(body: dict[str, Any]) -> Reply:
 def user_model(body: dict[str, Any]) -> Reply:
     """The script's next user turn (a tool call where the script says it made one), then its
     closing line with the stop token."""
-    own = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
-    if not own:  # the request that checks the user model answers
+    if body["messages"][0]["role"] != "system":  # the request that checks it answers
         return Reply(body=completion("OK"))
+    told = body["messages"][-1]["content"].splitlines()
+    own = [line.removeprefix("CUSTOMER: ") for line in told if line.startswith("CUSTOMER: ")]
     script = BY_OPENING[own[0]]
     turns = [m["content"] for m in script.transcript if m["role"] == "user"]
     k = len(own)  # the next simulated turn's number

@@ -288,3 +288,18 @@ def test_details_are_cut_and_faults_become_dicts() -> None:
     (repeat,) = [f for f in faults(long, long) if f.kind == "repeated"]
     assert len(repeat.detail) < 140 and repeat.detail.endswith('…"')
     assert repeat.as_dict() == {"kind": "repeated", "turn": 2, "detail": repeat.detail}
+
+
+def test_a_user_naming_a_tool_only_the_agent_sees_speaks_as_the_agent() -> None:
+    from judge.cases._case import UserScenario
+
+    scenario = UserScenario(instructions="You want a refund of ord_1002.")
+    prompt = [{"role": "user", "content": "Refund ord_1002 please."}]
+    closing = "Thanks! I'll call the `verify_refund_eligibility` function next."
+    [fault] = user_faults(scenario, prompt, [], closing=closing, tool_names=TOOL_NAMES)
+    assert fault.kind == "spoke_as_assistant" and "verify_refund_eligibility" in fault.detail
+    told = [{"role": "assistant", "content": "I ran verify_refund_eligibility: you are eligible."}]
+    again = "So verify_refund_eligibility said yes? Great."
+    assert user_faults(scenario, prompt, told, closing=again, tool_names=TOOL_NAMES) == []
+    plain = user_faults(scenario, prompt, [], closing="Please refund it.", tool_names=("refund",))
+    assert plain == []

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from judge.cli import main
-from judge.runs._user import STOP, system_prompt, user_view
+from judge.runs._user import STOP, conversation_lines, system_prompt
 from tests.agent_server import AgentServer, agent_server
 from tests.chat_server import ChatServer, Reply, completion, serving
 from tests.openrouter_server import KEY
@@ -55,18 +55,24 @@ def said(text: str) -> Reply:
     return Reply(body=completion(text))
 
 
+def told(body: dict[str, Any]) -> list[str]:
+    """The conversation the user model is told, a line per turn."""
+    return [line for line in body["messages"][-1]["content"].splitlines()
+            if line.startswith(("CUSTOMER: ", "SUPPORT: "))]  # fmt: skip
+
+
 def faithful(body: dict[str, Any]) -> Reply:
     """Gives the order id when asked, thanks and stops once refunded."""
-    system, told = body["messages"][0]["content"], body["messages"][-1]
-    order = re.search(r"order_id: (\S+)", system)
-    if told["role"] == "user" and "Which order" in told["content"] and order:
+    order = re.search(r"order_id: (\S+)", body["messages"][0]["content"])
+    lines = told(body)
+    if lines and "Which order" in lines[-1] and order:
         return said(f"It's {order.group(1)}.")
     return said(f"Thanks, that is all. {STOP}")
 
 
 def chatty(body: dict[str, Any]) -> Reply:
     """Never done: says something new every turn."""
-    return said(f"And another thing, number {len(body['messages'])}?")
+    return said(f"And another thing, number {len(told(body))}?")
 
 
 @pytest.fixture
@@ -129,14 +135,14 @@ def test_the_user_gives_the_order_when_asked_and_the_run_passes(
         1, "Thanks, that is all.", 2, 0)  # fmt: skip
     assert found["model"] == "user/scripted" and found["temperature"] == 0.7
     assert record["settings"]["user"]["seed"] == 7
-    # the user model saw its own turns as the assistant's, the agent's text as the user's
+    # the user model is told the conversation from its side: no tool call, no result
     first, second = turns(user)
-    assert first["messages"][1:] == [
-        {"role": "assistant", "content": "My order arrived damaged, I want a refund."},
-        {"role": "user", "content": "Which order is it?"},
+    assert told(first) == [
+        "CUSTOMER: My order arrived damaged, I want a refund.",
+        "SUPPORT: Which order is it?",
     ]
     assert "ord_1001" in first["messages"][0]["content"] and first["seed"] == 7
-    assert second["messages"][-1] == {"role": "user", "content": "Refunded 59.90 for ord_1001."}
+    assert told(second)[2:] == ["CUSTOMER: It's ord_1001.", "SUPPORT: Refunded 59.90 for ord_1001."]
     assert all(r.authorization == "Bearer user-key" for r in user.chat_requests)
 
 
@@ -194,7 +200,7 @@ def test_the_prompt_and_the_users_view() -> None:
 
     brief = system_prompt(UserScenario.model_validate(SCENARIO))
     assert "ord_1001" in brief and STOP in brief and "terse" in brief
-    view = user_view([
+    view = conversation_lines([
         {"role": "system", "content": "agent prompt"},
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
@@ -202,8 +208,7 @@ def test_the_prompt_and_the_users_view() -> None:
         {"role": "assistant", "content": "Looking."},
         {"role": "assistant", "content": "Done."},
     ])  # fmt: skip
-    assert view == [{"role": "assistant", "content": "hi"},
-                    {"role": "user", "content": "Looking.\n\nDone."}]  # fmt: skip
+    assert view == ["CUSTOMER: hi", "SUPPORT: Looking.", "SUPPORT: Done."]
 
 
 @pytest.mark.parametrize(

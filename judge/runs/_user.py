@@ -2,11 +2,12 @@
 reply in text, a model plays the user from the case's scenario (what they want, what they
 know, how they speak), until it writes `STOP`, the scenario's `max_turns` or `--max-steps`.
 
-The user model sees the conversation from the user's side: its own turns (the case's
-opening included) as the assistant's, the agent's replies in text as the user's; the agent's
-tool calls and their results stay hidden, as a customer never sees them. Each turn is cached
-by the scenario, the conversation so far and the user model's settings, so a re-run or a
-resumed run with the same agent replies asks the user model nothing twice.
+The user model is told the conversation from the user's side, a line per turn (its own
+turns, the case's opening included, and the agent's replies in text), and asked for its next
+message; the agent's tool calls and their results stay hidden, as a customer never sees
+them. Each turn is cached by the scenario, the conversation so far and the user model's
+settings, so a re-run or a resumed run with the same agent replies asks the user model
+nothing twice.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from judge.runs._replies import reply_error
 
 STOP = "###STOP###"
 """What the user model writes when the conversation is over for it."""
-_PROMPT_VERSION = "1"
+_PROMPT_VERSION = "2"
 
 
 class UserModelError(Exception):
@@ -72,9 +73,9 @@ class UserTurn:
 def system_prompt(scenario: UserScenario) -> str:
     """The brief the user model plays from."""
     lines = [
-        "You are role-playing a CUSTOMER who writes to a support assistant. You are the "
-        "customer, never the assistant: you cannot look anything up, call tools or act on "
-        "the shop's systems.",
+        "You play a CUSTOMER writing to a shop's SUPPORT agent. You are the customer, never "
+        "the support agent: you cannot look anything up, call tools or act on the shop's "
+        "systems, and you never explain what support should do.",
         f"Your goal: {scenario.instructions.strip()}",
     ]
     if scenario.facts:
@@ -96,21 +97,28 @@ def system_prompt(scenario: UserScenario) -> str:
     return "\n".join(lines)
 
 
-def user_view(conversation: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation as the user model sees it: the user's turns as its own (assistant),
-    the agent's replies in text as what it is told (user); system prompts, tool calls and
-    tool results left out; two turns in a row of one side joined."""
-    flipped: list[dict[str, Any]] = []
+def conversation_lines(conversation: Sequence[dict[str, Any]]) -> list[str]:
+    """The conversation as the customer saw it, a line per turn: their own turns (the case's
+    opening included) as `CUSTOMER:`, the agent's replies in text as `SUPPORT:`; system
+    prompts, tool calls and tool results left out."""
+    lines = []
     for message in conversation:
         role, content = message.get("role"), message.get("content")
-        if role not in ("user", "assistant") or not isinstance(content, str) or not content:
-            continue
-        side = "assistant" if role == "user" else "user"
-        if flipped and flipped[-1]["role"] == side:
-            flipped[-1] = {"role": side, "content": f"{flipped[-1]['content']}\n\n{content}"}
-        else:
-            flipped.append({"role": side, "content": content})
-    return flipped
+        if role in ("user", "assistant") and isinstance(content, str) and content.strip():
+            lines.append(f"{'CUSTOMER' if role == 'user' else 'SUPPORT'}: {content.strip()}")
+    return lines
+
+
+def user_request(conversation: Sequence[dict[str, Any]]) -> str:
+    """What the user model is asked: the conversation so far, told, and its next message.
+    (Told rather than role-played turn by turn: a small model given the agent's words as the
+    user's answers them as the agent would.)"""
+    return (
+        "The conversation so far:\n"
+        + "\n".join(conversation_lines(conversation))
+        + "\n\nWrite the CUSTOMER's next message to SUPPORT: only the message, one or two "
+        f"short sentences. If your goal is met or cannot be met, end with {STOP}"
+    )
 
 
 class UserSimulator:
@@ -140,7 +148,7 @@ class UserSimulator:
             "model": self.user.model,
             "messages": [
                 {"role": "system", "content": system_prompt(scenario)},
-                *user_view(conversation),
+                {"role": "user", "content": user_request(conversation)},
             ],
             "temperature": self.user.temperature,
             "max_tokens": 200,

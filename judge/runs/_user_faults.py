@@ -52,15 +52,17 @@ def user_faults(
     known = _Known()
     known.add(_strings([scenario.instructions, scenario.persona, scenario.facts, *prompt]))
     told = [_text(m) for m in prompt if m.get("role") == "user"]
-    opening, assistant = len(told), ""
+    opening, assistant, agent_said = len(told), "", []
     faults: list[UserFault] = []
 
     def check(text: str) -> None:
+        written = _written_call(text, tool_names)  # a call names its tool: that is the fault
         details: dict[FaultKind, str | None] = {
             "unknown_fact": known.unknown(text),
             "repeated": _repeats(text, told, opening),
-            "spoke_as_assistant": _agent_phrase(text, assistant),
-            "called_tool": _written_call(text, tool_names),
+            "spoke_as_assistant": _agent_phrase(text, assistant)
+            or (None if written else _tool_named(text, tool_names, agent_said)),
+            "called_tool": written,
         }
         turn = len(told) - opening + 1
         faults.extend(UserFault(k, turn, d) for k, d in details.items() if d is not None)
@@ -71,6 +73,7 @@ def user_faults(
             check(_text(message))
         elif message.get("role") == "assistant" and _text(message).strip():
             assistant = _text(message)
+            agent_said.append(assistant)
         known.add(_strings(message))  # the user may say again what anyone said before
     if closing is not None:
         check(closing)
@@ -223,6 +226,17 @@ def _written_call(text: str, tool_names: Collection[str]) -> str | None:
     for name in tool_names:
         match = match or re.search(rf"(?<![\w.]){re.escape(name)}\(", text)
     return f"writes a tool call as text: {_quote(text[match.start() :])}" if match else None
+
+
+def _tool_named(text: str, tool_names: Collection[str], agent_said: Sequence[str]) -> str | None:
+    """A tool the user names (one named like code: `issue_refund`, `getOrder`) that the agent
+    never named in its replies: only the agent sees its tools."""
+    for name in tool_names:
+        coded = "_" in name or "." in name or re.search(r"[a-z][A-Z]", name) is not None
+        named = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        if coded and named.search(text) and not any(named.search(s) for s in agent_said):
+            return f"names the tool {_quote(name)}, which only the agent sees"
+    return None
 
 
 def _text(message: dict[str, Any]) -> str:

@@ -18,15 +18,15 @@ from judge.judging._grade import Judge
 from judge.runs._agent import prompt_of
 from judge.runs._records import RunRecord
 from judge.runs._replies import reply_error
-from judge.runs._user import _fact, user_view
+from judge.runs._user import _fact, conversation_lines
 from judge.runs._user_faults import UserFault, user_faults
 
-QUESTION_VERSION = "1"
+QUESTION_VERSION = "2"
 _SYSTEM = (
     "You check a SIMULATED customer in a support chat: a model was told to play a customer "
     "from a brief, and must stay within it. It may only want what the brief says, state only "
-    "the facts the brief gives it (or that the assistant told it), give them when asked, and "
-    "speak as the customer, never as the assistant. Answer `yes` if the customer stayed "
+    "the facts the brief gives it (or that support told it), give them when asked, and "
+    "speak as the customer, never as support. Answer `yes` if the customer stayed "
     "within its brief, `no` if it did not: on the first line the one word; if no, on the "
     "second line what it did wrong, in one sentence."
 )
@@ -68,11 +68,10 @@ class FidelityQuestion:
     def body(self, scenario: UserScenario, conversation: Sequence[dict[str, Any]]
              ) -> dict[str, Any]:  # fmt: skip
         facts = "\n".join(f"- {k}: {_fact(v)}" for k, v in scenario.facts.items()) or "(none)"
-        lines = [f"CUSTOMER: {m['content']}" if m["role"] == "assistant"
-                 else f"ASSISTANT: {m['content']}" for m in user_view(conversation)]  # fmt: skip
+        lines = conversation_lines(conversation)
         brief = (
             f"The customer's brief:\nGoal: {scenario.instructions.strip()}\nFacts it knows:\n"
-            f"{facts}\n\nThe chat (the assistant's tool calls not shown):\n" + "\n".join(lines)
+            f"{facts}\n\nThe chat (support's tool calls not shown):\n" + "\n".join(lines)
         )
         question = "Did the customer stay within its brief and facts? Answer yes or no."
         return {
