@@ -27,7 +27,7 @@ from judge.runs._replies import reply_error
 
 STOP = "###STOP###"
 """What the user model writes when the conversation is over for it."""
-_PROMPT_VERSION = "2"
+_PROMPT_VERSION = "3"
 
 
 class UserModelError(Exception):
@@ -90,9 +90,9 @@ def system_prompt(scenario: UserScenario) -> str:
     if scenario.persona:
         lines.append(f"How you write: {scenario.persona.strip()}")
     lines.append(
-        "Write only your next message, short, in the customer's words. When your goal is "
-        "met, or cannot be met, or the assistant has nothing more to do for you, write a "
-        f"brief closing line ending with {STOP}"
+        "Write only your next message, short, in the customer's words. Support does the "
+        "work: never tell it which function or tool to use. When support has done what you "
+        f"want, or said it cannot, write a brief closing line ending with {STOP}"
     )
     return "\n".join(lines)
 
@@ -117,7 +117,8 @@ def user_request(conversation: Sequence[dict[str, Any]]) -> str:
         "The conversation so far:\n"
         + "\n".join(conversation_lines(conversation))
         + "\n\nWrite the CUSTOMER's next message to SUPPORT: only the message, one or two "
-        f"short sentences. If your goal is met or cannot be met, end with {STOP}"
+        "short sentences, in your own words. Only once SUPPORT has done what you want, or "
+        f"has said it cannot be done, end your message with {STOP}"
     )
 
 
