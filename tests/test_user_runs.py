@@ -275,6 +275,11 @@ def test_a_conversation_is_a_case_that_judge_check_grades(
     assert again.exit_code == 2  # never over an input
 
 
+def parrot(body: dict[str, Any]) -> Reply:
+    """Says the same thing every turn."""
+    return said("Please just refund my damaged order as soon as possible.")
+
+
 def silent(body: dict[str, Any]) -> Reply:
     return said("")
 
@@ -290,6 +295,7 @@ def test_a_user_that_says_nothing_ends_the_run(tmp_path: Path, shop: AgentServer
     record, _, _ = with_user(tmp_path, shop, silent, "--env", ENV)
     assert (record["ended_by"], record["end_reason"]) == ("user", "the user said nothing")
     assert record["user"]["turns"] == 0 and record["user"]["closing"] is None
+    assert record["passed"] is None and record["user_error"].startswith("said_nothing")
 
 
 def test_a_user_model_that_fails_mid_run_is_that_runs_error(
@@ -321,3 +327,65 @@ def test_a_resumed_run_asks_the_user_nothing_twice(tmp_path: Path, shop: AgentSe
     assert set(records) == {"refund", "refund-2"}
     assert [r["user"]["cached"] for r in records.values()].count(2) == 1
     assert all(r["passed"] is True for r in records.values())
+
+
+def test_steps_spent_when_the_agent_has_answered_end_the_run_not_fail_it(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    record, user, _ = with_user(tmp_path, shop, faithful, "--env", ENV, "--max-steps", "5")
+    assert (record["stop"], record["passed"], record["ended_by"]) == ("answer", True, "runner")
+    assert record["end_reason"] == "--max-steps (5) used" and len(turns(user)) == 1
+
+
+OWN_PROMPT = """
+async def agent(case, chat):
+    talk = [{"role": "system", "content": "my own prompt"},
+            *[m for m in case.messages if m["role"] != "system"]]
+    while True:
+        reply = await chat(talk)
+        talk.append(reply)
+        if not reply.get("tool_calls"):
+            return talk
+        for call in reply["tool_calls"]:
+            talk.append({"role": "tool", "tool_call_id": call["id"], "content": "{}"})
+"""
+
+
+def test_an_agent_with_its_own_system_prompt_is_recorded_once_per_turn(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    agent = tmp_path / "own.py"
+    agent.write_text(OWN_PROMPT)
+    record, _, _ = with_user(tmp_path, shop, faithful, "--agent", f"{agent}:agent")
+    roles = [m["role"] for m in record["transcript"]]
+    assert roles[:2] == ["assistant", "user"] and roles.count("user") == 1
+    assert "system" not in roles and record["user_error"] is None
+
+
+def test_regrade_finds_the_users_mistakes_again(tmp_path: Path, shop: AgentServer) -> None:
+    first, _, _ = with_user(tmp_path, shop, parrot, "--env", ENV)
+    assert first["user_error"] is not None and "repeated" in first["user_error"]
+    runs, cases = tmp_path / "runs.jsonl", tmp_path / "cases.jsonl"
+    done = CliRunner().invoke(main, ["regrade", str(runs), str(cases), "--env", ENV])
+    assert done.exit_code in (0, 1), done.output
+    again = one(runs)
+    assert again["user_error"] == first["user_error"] and again["passed"] is None
+    assert again["user_faults"] == first["user_faults"]
+
+
+def test_a_user_base_url_without_its_model_is_refused(tmp_path: Path, shop: AgentServer) -> None:
+    cases = write(tmp_path / "cases.jsonl", REFUND)
+    args = ["run", str(cases), "--models", "agent/asks", "--base-url", shop.url, "--env", ENV]
+    done = CliRunner().invoke(main, [*args, "--user-base-url", "http://x"])
+    assert done.exit_code == 2 and "--user-model" in done.output
+
+
+def test_a_single_request_run_of_scenarios_says_they_are_not_played(
+    tmp_path: Path, shop: AgentServer
+) -> None:
+    cases = write(tmp_path / "cases.jsonl", REFUND)
+    done = CliRunner(env={"FAKE_KEY": KEY}).invoke(
+        main, ["run", str(cases), "--models", "agent/good", "--base-url", shop.url,
+               "--api-key-env", "FAKE_KEY"],
+    )  # fmt: skip
+    assert done.exit_code in (0, 1) and "played only in agent runs" in done.output

@@ -15,6 +15,7 @@ from judge.cases._case import Case
 from judge.cases._files import default_cache_dir
 from judge.cli._common import refuser, stack_options
 from judge.endpoints._client import JudgeEndpointError, serving
+from judge.endpoints._local import LocalModelError
 from judge.endpoints._retry import RetryPolicy
 from judge.runs._agent_loop import AgentLoop
 from judge.runs._preflight import LOCAL, PreflightError, candidate_endpoint
@@ -78,7 +79,12 @@ def make_user(
     seed = options.pop("user_seed", 7)
     cache_dir = options.pop("user_cache_dir", None)
     scenarios = any(case.user is not None for case in cases)
-    if model is None and base_url is None and not scenarios:
+    if base_url is not None and model is None:
+        _refuse("--user-base-url: name the model it serves with --user-model")
+    if model is None and not (scenarios and agent_run):
+        if scenarios:  # a single request per case: nobody to answer
+            click.echo("judge run: warning: the cases' user scenarios are played only in "
+                       "agent runs (--env, --mcp or --agent)", err=True)  # fmt: skip
         return None
     if not agent_run:
         _refuse("a simulated user talks to an agent: add --env, --mcp or --agent")
@@ -93,7 +99,10 @@ def make_user(
         endpoint = candidate_endpoint([model], base_url, key_env)
     except PreflightError as exc:
         _refuse(f"--user-model: {exc}")
-    where, concurrency, waits = asyncio.run(serving(endpoint, 4, timeout))
+    try:
+        where, concurrency, waits = asyncio.run(serving(endpoint, 4, timeout))
+    except LocalModelError as exc:
+        _refuse(f"--user-model {LOCAL}: the embedded model cannot start: {exc}")
     if endpoint is not None:
         asyncio.run(_reach(where, model, waits))
     cache = VerdictCache(cache_dir or default_cache_dir() / "user-turns")

@@ -19,11 +19,12 @@ _refuse = refuser("judge transcripts")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 def transcripts_command(runs_file: str, cases: str, output: str) -> None:
     """Write the agent runs of RUNS_FILE (from `judge run --env/--mcp/--agent`, with or
-    without a simulated user) as cases, one per run: the whole conversation, the last reply
-    as the response, CASES' expectations, tools and scenario kept, the run's outcome in
-    meta.run (ids CASE::MODEL::RUN); CASES' labels are not carried over (they judged the
-    case's own response, not the run's). `judge check`, `judge grade`, `judge review`, labels
-    and `judge estimate` read them as any cases."""
+    without a simulated user) as cases, one per run (not the failed runs, nor those whose
+    simulated user broke its scenario): the whole conversation, the last reply as the
+    response, CASES' expectations, tools and scenario kept, the run's outcome in meta.run
+    (ids CASE::MODEL::RUN); CASES' labels are not carried over (they judged the case's own
+    response, not the run's). `judge check`, `judge grade`, `judge review`, labels and
+    `judge estimate` read them as any cases."""
     from judge.runs._transcripts import as_case
 
     refuse_overlaps()
@@ -41,7 +42,7 @@ def transcripts_command(runs_file: str, cases: str, output: str) -> None:
     except OSError as exc:
         _refuse(f"{output}: cannot write: {exc.strerror or exc}")
     skipped = len(found) - len(written)
-    said = f" ({skipped} runs without a transcript left out)" if skipped else ""
+    said = f" ({skipped} runs left out: failed, no transcript, or user_error)" if skipped else ""
     click.echo(f"judge transcripts: {len(written)} cases written to {output}{said}", err=True)
 
 

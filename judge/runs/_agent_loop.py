@@ -75,7 +75,11 @@ async def run_agent(
     agreed settings, the whole transcript recorded and graded. A request that fails for
     good makes the run an error (asked again, from the start, on resume)."""
     going = _AgentRun(asker, client, loop, model, case, run)
-    stop, error = await going.drive()
+    try:
+        stop, error = await going.drive()
+    except JudgeEndpointError:  # the batch stops: the environment (a server) stopped too
+        await asyncio.to_thread(close_environment, going.env)
+        raise
     if isinstance(going.env, McpEnvironment):  # its state read and its server stopped aside
         record = await asyncio.to_thread(going.record, stop, error)
     else:
@@ -199,6 +203,9 @@ class _AgentRun:
             if self.talk.turns >= scenario.max_turns:
                 self._ended("runner", f"the scenario's max_turns ({scenario.max_turns}) used")
                 return
+            if len(self.spent) >= self.loop.max_steps:  # the agent answered: no step left
+                self._ended("runner", f"--max-steps ({self.loop.max_steps}) used")
+                return
             conversation = [*self.prompt, *self.transcript.messages]
             try:
                 turn = await self.talk.simulator.reply(scenario, conversation, self.run)
@@ -261,6 +268,10 @@ def _agent_transcript(returned: Any, prompt: list[dict[str, Any]]) -> list[dict[
             "list of messages"
         )
     after = added_after(prompt, returned)
+    if after is None and prompt:  # its own system prompt in place of the case's: after the
+        last = prompt[-1]  # conversation's last message (the user's turn it answered)
+        found = [i for i, m in enumerate(returned) if m == last]
+        after = list(returned[found[-1] + 1 :]) if found else None
     return list(returned) if after is None else after
 
 

@@ -80,7 +80,12 @@ class Grader:
         if record.error is not None or (record.response is None and record.transcript is None):
             return record
         if record.transcript is not None:
-            return await self._user_side(await self._grade_run(record, case), case)
+            try:
+                ran = await self._grade_run(record, case)
+            except Unjudged as stop:  # what code finds of the user still holds
+                stop.record = await with_user_faults(stop.record, case, None)
+                raise
+            return await self._user_side(ran, case)
         try:
             response = normalise_response(record.response)
         except ShapeError as exc:
@@ -127,11 +132,12 @@ class Grader:
 
     async def _user_side(self, record: RunRecord, case: Case) -> RunRecord:
         """A run with a simulated user: with a judge, its verdict on the reply to each user
-        turn; then the user's mistakes (the judge's question too). The judge's endpoint
-        refusing: `Unjudged`, the record kept with what code found."""
-        if record.user is None or case.user is None or record.error is not None:
+        turn; then the user's mistakes (the judge's question too), found anew. The judge's
+        endpoint refusing: `Unjudged`, the record kept with what code found."""
+        if record.user is None or record.error is not None:
             return record
-        if self.judge is None:
+        record = record.model_copy(update={"turn_verdicts": ()})
+        if self.judge is None or case.user is None:
             return await with_user_faults(record, case, None)
         if self._fidelity is None:
             self._fidelity = FidelityQuestion(self.judge)

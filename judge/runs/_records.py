@@ -87,7 +87,7 @@ class RunRecord(BaseModel):
     case_hash: str | None = None
     """The sha256 of the case the record was asked and graded with (by `judge regrade`: graded
     against). Resuming asks again a record whose case hashes otherwise now."""
-    ended_by: Literal["agent", "user", "runner"] | None = None
+    ended_by: Literal["user", "runner"] | None = None
     """With a simulated user: who ended the run (the agent cannot end one: `runner` is the
     turn or step limit, or an error)."""
     end_reason: str | None = None

@@ -22,8 +22,9 @@ def transcript_id(record: RunRecord) -> str:
 
 def as_case(record: RunRecord, case: Case) -> dict[str, Any] | None:
     """The run as a case (JSON data), or None for a run with nothing to read (a failed
-    request, a single request without a transcript)."""
-    if record.error is not None or record.transcript is None:
+    request, a single request without a transcript) or whose simulated user broke its
+    scenario (`user_error`: not the agent's conversation to grade)."""
+    if record.error is not None or record.transcript is None or record.user_error is not None:
         return None
     transcript = list(record.transcript)
     last = max((i for i, m in enumerate(transcript) if m.get("role") == "assistant"),

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judge.cases._calls import ShapeError, normalise_response
+from judge.cases._calls import ShapeError, first_choice, normalise_response
 from judge.cases._case import UserScenario
 from judge.cases._json import dumps
 from judge.endpoints._candidates import CandidateClient
@@ -169,8 +169,9 @@ class UserSimulator:
             return _turn(stored, cached=True, usage=None, latency_s=0.0)
         if self._client is None:
             self._client = CandidateClient(
-                self.endpoint, concurrency=self._concurrency, timeout=self._timeout
-            )
+                self.endpoint, concurrency=self._concurrency, timeout=self._timeout,
+                key_hint="JUDGE_USER_API_KEY",
+            )  # fmt: skip
         start = time.perf_counter()
         answer = await self._client.chat(body)
         took = answer.latency_s or time.perf_counter() - start
@@ -183,11 +184,13 @@ class UserSimulator:
             raise UserModelError(
                 f"the user model's reply is not a chat completion ({exc})"
             ) from None
+        content = (response.content if response is not None else None) or ""
         said = {
-            "content": (response.content if response is not None else None) or "",
+            "content": content,
             "tool_calls": bool(response is not None and response.tool_calls),
         }
-        if self.cache is not None:
+        cut = first_choice(answer.body).get("finish_reason") == "length"
+        if self.cache is not None and content.strip() and not cut:  # a hiccup: not kept
             await self.cache.put(key, said)
         usage = answer.body.get("usage") if isinstance(answer.body, dict) else None
         return _turn(said, cached=False, usage=usage, latency_s=took)

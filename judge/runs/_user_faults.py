@@ -15,9 +15,11 @@ from typing import Any, Literal, get_args
 from judge.cases._case import UserScenario
 
 FaultKind = Literal[
-    "unknown_fact", "repeated", "ended_early", "spoke_as_assistant", "called_tool", "judge"
-]
-"""The code checks' kinds, and `judge`: the judge's answer to its one question per run."""
+    "unknown_fact", "repeated", "ended_early", "spoke_as_assistant", "called_tool",
+    "said_nothing", "judge",
+]  # fmt: skip
+"""The code checks' kinds; `said_nothing`, a user model that replied with nothing; `judge`,
+the judge's answer to its one question per run."""
 _KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 
 
@@ -52,7 +54,8 @@ def user_faults(
     known = _Known()
     known.add(_strings([scenario.instructions, scenario.persona, scenario.facts, *prompt]))
     told = [_text(m) for m in prompt if m.get("role") == "user"]
-    opening, assistant, agent_said = len(told), "", []
+    opening, assistant = len(told), ""
+    agent_said: list[str] = []
     faults: list[UserFault] = []
 
     def check(text: str) -> None:

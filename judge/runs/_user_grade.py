@@ -6,6 +6,7 @@ apart, out of the agent's rates. Graded again (`judge regrade`), it is found aga
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,6 +60,7 @@ class FidelityQuestion:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self._client: CandidateClient | None = None
+        self._lock = asyncio.Lock()
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -86,39 +88,44 @@ class FidelityQuestion:
         }
 
     async def ask(self, scenario: UserScenario, conversation: Sequence[dict[str, Any]]
-                  ) -> UserFault | None:  # fmt: skip
-        """A `judge` fault when the judge says the user left its brief; None when it says it
-        stayed, or its answer cannot be read (the code checks still stand)."""
+                  ) -> tuple[str, UserFault | None]:  # fmt: skip
+        """The judge's answer, `yes`, `no` or `unanswered: why`, and a `judge` fault when it
+        says the user left its brief. Only a yes or a no is cached."""
         body = self.body(scenario, conversation)
         cache = self.judge.verdict_cache
-        key = cache_key({"user_fidelity": QUESTION_VERSION, "body": body})
+        key = cache_key({"user_fidelity": QUESTION_VERSION, "judge": self.judge.endpoint_label,
+                         "body": body})  # fmt: skip
         text = await cache.get(key) if cache is not None else None
         if text is None:
-            text = await self._answer(body)
+            text, why = await self._answer(body)
             if text is None:
-                return None
-            if cache is not None:
-                await cache.put(key, text)
+                return f"unanswered: {why}", None
         first, _, rest = str(text).strip().partition("\n")
         word = first.strip().strip(".!*`'\"").lower()
-        if not word.startswith("no"):
-            return None
+        if word not in ("yes", "no"):
+            return f"unanswered: the judge said {first.strip()[:60]!r}, not yes or no", None
+        if cache is not None:
+            await cache.put(key, text)
+        if word == "yes":
+            return "yes", None
         why = rest.strip() or "the judge says the user left its brief"
-        return UserFault("judge", 0, why[:200])
+        return "no", UserFault("judge", 0, why[:200])
 
-    async def _answer(self, body: dict[str, Any]) -> str | None:
-        if self._client is None:
-            endpoint, concurrency, timeout = await serving(self.judge.endpoint, 4, 120.0)
-            self._client = CandidateClient(endpoint, concurrency=concurrency, timeout=timeout)
+    async def _answer(self, body: dict[str, Any]) -> tuple[str | None, str]:
+        async with self._lock:  # one client, made once
+            if self._client is None:
+                endpoint, concurrency, timeout = await serving(self.judge.endpoint, 4, 120.0)
+                self._client = CandidateClient(endpoint, concurrency=concurrency, timeout=timeout)
         try:
             answer = await self._client.chat(body)
-        except CandidateRequestError:
-            return None
-        if reply_error(answer.body) is not None or not isinstance(answer.body, dict):
-            return None
+        except CandidateRequestError as exc:
+            return None, str(exc)
+        failed = reply_error(answer.body)
+        if failed is not None or not isinstance(answer.body, dict):
+            return None, failed or "the reply is not a chat completion"
         choices = answer.body.get("choices") or [{}]
         content = (choices[0].get("message") or {}).get("content")
-        return content if isinstance(content, str) else None
+        return (content, "") if isinstance(content, str) else (None, "the reply has no text")
 
 
 async def turn_verdicts(judge: Judge, record: RunRecord, case: Case) -> list[dict[str, Any]]:
@@ -159,21 +166,30 @@ async def turn_verdicts(judge: Judge, record: RunRecord, case: Case) -> list[dic
 async def with_user_faults(
     record: RunRecord, case: Case, question: FidelityQuestion | None
 ) -> RunRecord:
-    """`record` with its simulated user's mistakes, and `user_error` (passed null) when it
-    made any; a run without a simulated user as it is."""
-    if record.user is None or case.user is None or record.error is not None:
+    """`record` with its simulated user's mistakes found again (what an earlier grading
+    found is replaced), and `user_error` (passed null) when it made any; a run without a
+    simulated user as it is."""
+    if record.user is None or record.error is not None:
         return record
+    cleared = {"user_faults": (), "user_error": None}
+    if case.user is None:  # its scenario was taken out of the case: nothing to hold it to
+        return record.model_copy(update=cleared)
     faults = code_faults(record, case)
+    if record.user.get("silent"):
+        faults.append(UserFault("said_nothing", int(record.user.get("turns", 0)) + 1,
+                                "the user model replied with nothing"))  # fmt: skip
+    user = dict(record.user)
+    user.pop("judge_says", None)
     if question is not None:
         conversation = [*prompt_of(case), *(record.transcript or [])]
         closing = record.user.get("closing")
         if closing:
             conversation.append({"role": "user", "content": closing})
-        found = await question.ask(case.user, conversation)
+        user["judge_says"], found = await question.ask(case.user, conversation)
         if found is not None:
             faults.append(found)
     reason = "; ".join(_said(f) for f in faults) or None
-    update: dict[str, Any] = {"user_faults": tuple(f.as_dict() for f in faults)}
+    update: dict[str, Any] = {"user_faults": tuple(f.as_dict() for f in faults), "user": user}
     update["user_error"] = reason
     if reason is not None:
         update["passed"] = None

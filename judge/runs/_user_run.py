@@ -21,6 +21,8 @@ class UserLog:
         self.tool_calls: list[int] = []
         self.latency_s = 0.0
         self.usage: dict[str, int] = {}
+        self.silent = False
+        """The user model replied with nothing: the simulator's failure."""
         self.ended_by: str | None = None
         self.end_reason: str | None = None
 
@@ -28,6 +30,7 @@ class UserLog:
         """One turn the user model gave (the closing one too)."""
         if turn.done or not turn.text:
             self.closing = turn.text if turn.done else None
+            self.silent = not turn.done
         else:
             self.turns += 1
         number = self.turns + (0 if not turn.done and turn.text else 1)
@@ -50,6 +53,7 @@ class UserLog:
                 **self.simulator.user.described(),
                 "turns": self.turns,
                 "closing": self.closing,
+                "silent": self.silent,
                 "asked": self.asked,
                 "cached": self.cached,
                 "tool_calls": self.tool_calls,
