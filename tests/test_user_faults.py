@@ -295,7 +295,7 @@ def test_a_user_naming_a_tool_only_the_agent_sees_speaks_as_the_agent() -> None:
 
     scenario = UserScenario(instructions="You want a refund of ord_1002.")
     prompt = [{"role": "user", "content": "Refund ord_1002 please."}]
-    closing = "Thanks! I'll call the `verify_refund_eligibility` function next."
+    closing = "Thanks! So the `verify_refund_eligibility` function comes next?"
     [fault] = user_faults(scenario, prompt, [], closing=closing, tool_names=TOOL_NAMES)
     assert fault.kind == "spoke_as_assistant" and "verify_refund_eligibility" in fault.detail
     told = [{"role": "assistant", "content": "I ran verify_refund_eligibility: you are eligible."}]
@@ -303,3 +303,23 @@ def test_a_user_naming_a_tool_only_the_agent_sees_speaks_as_the_agent() -> None:
     assert user_faults(scenario, prompt, told, closing=again, tool_names=TOOL_NAMES) == []
     plain = user_faults(scenario, prompt, [], closing="Please refund it.", tool_names=("refund",))
     assert plain == []
+
+
+@pytest.mark.parametrize(
+    ("text", "agent"),
+    [
+        ("I'll verify the eligibility of the refund.", True),
+        ("Thank you. I will proceed to issue the refund for the missing charger.", True),
+        ("I need to call `verify_refund_eligibility` with order_id ord_1002.", True),
+        ("I'll confirm the eligibility for the refund.", True),
+        ("I'll check my e-mail for the order number.", False),
+        ("I will call back tomorrow if it has not arrived.", False),
+        ("I'll wait for the refund then, thanks.", False),
+    ],
+)
+def test_a_user_doing_the_shops_work_speaks_as_the_agent(text: str, agent: bool) -> None:
+    scenario = UserScenario(instructions="You want a refund of ord_1002.")
+    prompt = [{"role": "user", "content": "Refund ord_1002 please."}]
+    told = [{"role": "assistant", "content": "You can verify_refund_eligibility for ord_1002."}]
+    found = user_faults(scenario, prompt, told, closing=text, tool_names=TOOL_NAMES)
+    assert any(f.kind == "spoke_as_assistant" for f in found) is agent

@@ -198,6 +198,11 @@ _AGENT_PHRASES = re.compile(
     r"|check (?:on )?(?:that|this|it)) for you\b"
     r"|\bi(?:'d| would|'m| am) (?:be )?(?:happy|glad) to (?:help|assist)\b"
     r"|\bthanks? (?:you )?for (?:contacting|reaching out to) us\b"
+    # the shop's work, said as the speaker's own: "I'll verify the eligibility", "I will
+    # proceed to issue the refund", "I need to call `lookup_order`"
+    r"|\bi(?:'ll| will| need to| am going to|'m going to) (?:now |first |then )?"
+    r"(?:proceed to |go ahead and )?(?:verify|issue|process|call `|call the `"
+    r"|confirm the eligibility|check the eligibility|look up the order)\b"
     r"|^\s*(?:assistant|agent|support)\s*:",
     re.MULTILINE | re.IGNORECASE,
 )
