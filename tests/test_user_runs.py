@@ -389,3 +389,14 @@ def test_a_single_request_run_of_scenarios_says_they_are_not_played(
                "--api-key-env", "FAKE_KEY"],
     )  # fmt: skip
     assert done.exit_code in (0, 1) and "played only in agent runs" in done.output
+
+
+def test_repeats_is_runs(tmp_path: Path, shop: AgentServer) -> None:
+    """`--repeats N` (as the issue names it) runs every case N times, like `--runs N`."""
+    cases = write(tmp_path / "cases.jsonl", REFUND)
+    out = tmp_path / "runs.jsonl"
+    with serving(faithful) as user:
+        done = run(shop, user, cases, "--models", "agent/asks", "--env", ENV, "--repeats", "2",
+                   "-o", str(out), "--user-cache-dir", str(tmp_path / "c"))  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert sorted(r["run"] for r in lines(out)) == [1, 2]

@@ -68,7 +68,15 @@ _run_options = stack_options(
         "embedded model; MODEL@PROVIDER: that model served by that provider only (OpenRouter), "
         "to compare providers.",
     ),
-    click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True),
+    click.option(
+        "--runs",
+        "--repeats",
+        "runs",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Run every case this many times per model (pass^k over them).",
+    ),
     click.option(
         "--base-url", help=f"The candidates' OpenAI-compatible endpoint [{OPENROUTER_URL}]."
     ),
