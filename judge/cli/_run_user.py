@@ -107,7 +107,7 @@ def make_user(
         asyncio.run(_reach(where, model, waits))
     cache = VerdictCache(cache_dir or default_cache_dir() / "user-turns")
     url = None if endpoint is None else endpoint.base_url
-    user = UserModel(model, url, temperature, seed)
+    user = UserModel(model, url, temperature, seed, where.model if endpoint is None else None)
     return UserSimulator(user, where, cache, concurrency=concurrency, timeout=waits)
 
 

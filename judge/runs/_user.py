@@ -43,16 +43,20 @@ class UserModel:
     base_url: str | None
     temperature: float
     seed: int | None
+    weights: str | None = None
+    """The embedded model's file, when it plays the user (`local` names no version)."""
 
     def described(self) -> dict[str, Any]:
-        """The settings a run's records carry (a resume with others is refused)."""
-        return {
+        """The settings a run's records carry (a resume with others is refused), and what
+        keys its cached turns."""
+        found = {
             "model": self.model,
             "base_url": self.base_url,
             "temperature": self.temperature,
             "seed": self.seed,
             "prompt": _PROMPT_VERSION,
         }
+        return found if self.weights is None else {**found, "weights": self.weights}
 
 
 @dataclass(frozen=True)
