@@ -137,7 +137,7 @@ def fit(cases: Path, source: str, cache: Path, candidates: str, folds: int) -> N
     from judge.cases._case import Case
     from judge.checks._judge_summary import JudgeSummary
     from judge.checks._result import CaseResult
-    from judge.cli._align import _candidates, _labelled, _policy, _print, align_command
+    from judge.cli._align import _candidates, _labelled, _print, align_command, read_policy
     from judge.cli._judge_options import make_judge
     from judge.judging._aligned import AlignedSpec
 
@@ -152,7 +152,7 @@ def fit(cases: Path, source: str, cache: Path, candidates: str, folds: int) -> N
     options = {k: v for k, v in params.items() if k not in own}
     chosen = _candidates(params["candidates"], True)
     labelled = _labelled((str(cases),))
-    policy_text = _policy(str(policy))
+    policy_text = read_policy(str(policy))
     options["answers"] = any(c.labels is not None and c.labels.answer is not None for c in labelled)
     log = (cache / f"{source}.gradings.jsonl").open("a")
     run = time.strftime("%Y-%m-%dT%H:%M:%S")

@@ -192,3 +192,49 @@ def test_a_reviewer_labels_the_twentieth_case_and_aligns(tmp_path: Path) -> None
 def test_the_default_spec_sits_beside_the_record(tmp_path: Path) -> None:
     record = tmp_path / "out" / "calibration.json"
     assert aligned_beside(record) == tmp_path / "out" / "calibration.aligned.json"
+
+
+RULE = "RULE-7: a call for a -good town is right, one for a -bad town is wrong"
+
+
+def follows_the_policy(body: dict[str, Any]) -> Reply:
+    """The truth with the reviewer's policy in its system prompt, else a coin flip."""
+    told = RULE in body["messages"][0]["content"]
+    text = asked(body)
+    coin = "correct" if hashlib.sha256(text.encode()).digest()[0] % 2 else "incorrect"
+    return answer(body, ("correct" if "-good" in text else "incorrect") if told else coin)
+
+
+def test_the_align_action_measures_the_reviewers_policy(tmp_path: Path) -> None:
+    """`judge review --policy`: the align button measures the policy as `judge align
+    --policy` does, and keeps it where it wins held out."""
+    with serving(follows_the_policy) as server:
+        sample = write_labelled(tmp_path / "sample.jsonl", 24)
+        output = tmp_path / "aligned.json"
+
+        def judge_with(answers: bool, spec: AlignedSpec | None) -> Judge:
+            return Judge(model="m", base_url=server.url, answers=answers, aligned=spec,
+                         cache=False)  # fmt: skip
+
+        review = Review(sample, record=tmp_path / "calibration.json")
+        aligner = ReviewAlign(review, judge_with, output, policy=RULE)
+        client = TestClient(create_review_app(review, aligner=aligner), base_url="http://127.0.0.1")
+        done = client.post("/api/align")
+        assert done.status_code == 200, done.text
+    spec = load_aligned(output)
+    chosen = spec.dimensions["selection"]
+    assert chosen.choice == "policy" and chosen.policy == RULE
+    assert "policy" in chosen.measured["candidates"]
+
+
+def test_an_empty_policy_is_refused_naming_it(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from judge.cli import main
+
+    sample = write_labelled(tmp_path / "sample.jsonl", 24)
+    empty = tmp_path / "policy.md"
+    empty.write_text("  \n")
+    judge = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    done = CliRunner().invoke(main, ["review", str(sample), "--policy", str(empty), *judge])
+    assert done.exit_code == 2 and f"{empty}: the policy is empty" in done.output

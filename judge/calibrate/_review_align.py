@@ -50,11 +50,15 @@ class ReviewAlign:
         output: str | Path,
         *,
         unavailable: str | None = None,
+        policy: str | None = None,
         folds: int = 5,
         k: int = 4,
         seed: int = 0,
     ) -> None:
         self.review, self.judge_with, self.output = review, judge_with, Path(output)
+        self.policy = policy
+        """The user's labelling rule (`judge review --policy`): measured as `judge align
+        --policy` measures it."""
         self.unavailable = unavailable or (
             None if judge_with else "no judge to align: start judge review with the judge options"
         )
@@ -119,7 +123,9 @@ class ReviewAlign:
                 raise NoVerdicts(f"the judge gave no verdict{f': {first}' if first else ''}")
             return results
 
-        return await fit_alignment(cases, grader, folds=self.folds, k=self.k, seed=self.seed)
+        return await fit_alignment(
+            cases, grader, policy=self.policy, folds=self.folds, k=self.k, seed=self.seed
+        )
 
 
 def shown_fit(fitted: AlignmentFit, output: Path) -> dict[str, Any]:

@@ -95,7 +95,7 @@ def align_command(
             )
         chosen = _candidates(candidates, policy is not None)
         cases = _labelled(labelled)
-        policy_text = _policy(policy) if policy else None
+        policy_text = read_policy(policy) if policy else None
         answers = any(c.labels is not None and c.labels.answer is not None for c in cases)
         options = {**options, "answers": answers}
         make_judge(options)  # its options refused before any request
@@ -148,13 +148,16 @@ def _writable(output: str) -> None:
         raise InputError(f"-o {output}: the file is not writable")
 
 
-def _policy(path: str) -> str:
+def read_policy(path: str) -> str:
+    """A policy file's text: `InputError` when it cannot be read, is empty or too long."""
     try:
         with Path(path).open("rb") as stream:  # bounded: never a whole large file
             raw = stream.read(MAX_POLICY_CHARS * 4 + 1)
         if len(raw) > MAX_POLICY_CHARS * 4:
-            raise InputError(f"{path}: the policy is over {MAX_POLICY_CHARS:,} characters: too "
-                             "long for the judge's context (say the rule shorter)")
+            raise InputError(
+                f"{path}: the policy is over {MAX_POLICY_CHARS:,} characters: too "
+                "long for the judge's context (say the rule shorter)"
+            )
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the policy: {exc}") from None

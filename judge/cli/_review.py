@@ -82,6 +82,12 @@ _review_options = stack_options(
         default="warning",
         show_default=True,
     ),
+    click.option(
+        "--policy",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Your labelling rule in your own words (a text file): the align button measures "
+        "it, as `judge align --policy` does.",
+    ),
     judge_options,
 )
 
@@ -103,6 +109,7 @@ def review_command(
     open_browser: bool,
     log_level: str,
     allow_hosts: tuple[str, ...],
+    policy: str | None,
     **options: Any,
 ) -> None:
     """Serve a review app for SAMPLE: one case at a time as the judge saw it, labelled with
@@ -120,6 +127,7 @@ def review_command(
     _refuse_unsafe(sample, host, token)
     aligned_out = aligned_out or str(aligned_beside(record))
     refuse_overlaps(aligned_out=aligned_out)
+    rule = _read_policy(policy)
     review, cases = _read_review(
         sample,
         results,
@@ -141,7 +149,7 @@ def review_command(
         err=True,
     )
     app = create_review_app(
-        review, token=token, hosts=allow_hosts, aligner=_aligner(review, options, aligned_out)
+        review, token=token, hosts=allow_hosts, aligner=_aligner(review, options, aligned_out, rule)
     )
     if open_browser:
         import threading
@@ -200,7 +208,21 @@ def _read_review(
     return review, cases
 
 
-def _aligner(review: Review, options: dict[str, Any], output: str) -> ReviewAlign:
+def _read_policy(policy: str | None) -> str | None:
+    """The policy's text (exit 2, naming the file, when it is empty or too long)."""
+    if policy is None:
+        return None
+    from judge.cli._align import read_policy
+
+    try:
+        return read_policy(policy)
+    except InputError as exc:
+        _refuse(str(exc))
+
+
+def _aligner(
+    review: Review, options: dict[str, Any], output: str, policy: str | None
+) -> ReviewAlign:
     """The align button's action: the review's judge, base (align fits from it)."""
     from judge.calibrate._review_align import ReviewAlign
 
@@ -211,7 +233,7 @@ def _aligner(review: Review, options: dict[str, Any], output: str) -> ReviewAlig
     def judge_with(answers: bool, spec: AlignedSpec | None) -> Any:
         return make_judge({**options, "answers": answers, "aligned": spec})
 
-    return ReviewAlign(review, judge_with, output)
+    return ReviewAlign(review, judge_with, output, policy=policy)
 
 
 COMMANDS = (review_command,)
