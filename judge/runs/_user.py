@@ -12,7 +12,6 @@ nothing twice.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +87,7 @@ def system_prompt(scenario: UserScenario) -> str:
             "never make up any other detail, and if asked something not listed, say you do "
             "not know):"
         )
-        lines.extend(f"- {key}: {_fact(value)}" for key, value in scenario.facts.items())
+        lines.extend(f"- {key}: {fact_text(value)}" for key, value in scenario.facts.items())
     else:
         lines.append("You know nothing beyond your goal: never make up a detail.")
     if scenario.persona:
@@ -176,9 +175,7 @@ class UserSimulator:
                 self.endpoint, concurrency=self._concurrency, timeout=self._timeout,
                 key_hint="JUDGE_USER_API_KEY",
             )  # fmt: skip
-        start = time.perf_counter()
         answer = await self._client.chat(body)
-        took = answer.latency_s or time.perf_counter() - start
         failed = reply_error(answer.body)
         if failed is not None:
             raise UserModelError(f"the user model failed: {failed}")
@@ -197,7 +194,7 @@ class UserSimulator:
         if self.cache is not None and content.strip() and not cut:  # a hiccup: not kept
             await self.cache.put(key, said)
         usage = answer.body.get("usage") if isinstance(answer.body, dict) else None
-        return _turn(said, cached=False, usage=usage, latency_s=took)
+        return _turn(said, cached=False, usage=usage, latency_s=answer.latency_s)
 
 
 def _turn(said: dict[str, Any], *, cached: bool, usage: Any, latency_s: float) -> UserTurn:
@@ -213,5 +210,6 @@ def _turn(said: dict[str, Any], *, cached: bool, usage: Any, latency_s: float) -
     )
 
 
-def _fact(value: Any) -> str:
+def fact_text(value: Any) -> str:
+    """A scenario fact as the prompts show it."""
     return value if isinstance(value, str) else dumps(value).decode()

@@ -19,7 +19,7 @@ from judge.judging._grade import Judge
 from judge.runs._agent import prompt_of
 from judge.runs._records import RunRecord
 from judge.runs._replies import reply_error
-from judge.runs._user import _fact, conversation_lines
+from judge.runs._user import conversation_lines, fact_text
 from judge.runs._user_faults import UserFault, user_faults
 
 QUESTION_VERSION = "2"
@@ -69,7 +69,7 @@ class FidelityQuestion:
 
     def body(self, scenario: UserScenario, conversation: Sequence[dict[str, Any]]
              ) -> dict[str, Any]:  # fmt: skip
-        facts = "\n".join(f"- {k}: {_fact(v)}" for k, v in scenario.facts.items()) or "(none)"
+        facts = "\n".join(f"- {k}: {fact_text(v)}" for k, v in scenario.facts.items()) or "(none)"
         lines = conversation_lines(conversation)
         brief = (
             f"The customer's brief:\nGoal: {scenario.instructions.strip()}\nFacts it knows:\n"
@@ -121,11 +121,14 @@ class FidelityQuestion:
         except CandidateRequestError as exc:
             return None, str(exc)
         failed = reply_error(answer.body)
-        if failed is not None or not isinstance(answer.body, dict):
-            return None, failed or "the reply is not a chat completion"
-        choices = answer.body.get("choices") or [{}]
-        content = (choices[0].get("message") or {}).get("content")
-        return (content, "") if isinstance(content, str) else (None, "the reply has no text")
+        if failed is not None:
+            return None, failed
+        try:
+            response = normalise_response(answer.body)
+        except ShapeError as exc:
+            return None, f"the reply is not a chat completion ({exc})"
+        content = response.content if response is not None else None
+        return (content, "") if content else (None, "the reply has no text")
 
 
 async def turn_verdicts(judge: Judge, record: RunRecord, case: Case) -> list[dict[str, Any]]:
