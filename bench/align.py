@@ -11,7 +11,7 @@ behaviour taken out so that the judge decides every case as on production traffi
 and any `meta.label_note` kept. Each source has its labelling rule written as a user would
 write it (bench/align_policies/<source>.md, from the dataset's own rule). Then, niced, per
 source, the fitting `judge align <cases> --policy <policy> --model local --judge-broken
---candidates base,policy,examples,examples+policy --folds 5` runs (in-process, through the
+--candidates base,weights,policy,examples,examples+policy --folds 5` runs (in-process, through the
 command's own parts, so that each grading is timed and its usage counted: the command prints
 neither). It writes DIR/<source>.aligned.json (the spec, its `measured` figures per dimension)
 and appends a line per grading to DIR/<source>.gradings.jsonl: the candidate, the cases, those
@@ -55,7 +55,7 @@ questions and weights, so its base figures flatter)."""
 SEED = 54
 N = 150
 FOLDS = 5
-CANDIDATES = "base,policy,examples,examples+policy"
+CANDIDATES = "base,weights,policy,examples,examples+policy"
 STRIPPED = ("expected_calls", "expected_behavior", "match", "expected_state", "reference")
 CACHE = Path.home() / ".cache" / "tool-call-judge" / "bench-align"
 TARGET_LIFT = 0.10
@@ -184,9 +184,15 @@ def fit(cases: Path, source: str, cache: Path, candidates: str, folds: int) -> N
         log.flush()
         return results
 
+    async def decision_defaults() -> Any:  # what the `weights` refit starts from
+        async with make_judge(options) as judge:
+            return judge.decision_defaults()
+
+    defaults = asyncio.run(decision_defaults())
     fitted = asyncio.run(
         fit_alignment(labelled, grader, policy=policy_text, folds=params["folds"],
-                      k=params["k"], seed=params["fold_seed"], candidates=chosen)
+                      k=params["k"], seed=params["fold_seed"], candidates=chosen,
+                      defaults=defaults)
     )  # fmt: skip
     output.write_text(fitted.spec.model_dump_json(indent=2) + "\n")
     log.write(json.dumps({

@@ -1,8 +1,10 @@
-"""`judge align`: per dimension, the candidate (base, policy, examples, examples+policy,
-nearest, nearest+policy) that makes the judge agree more with the user's labels, chosen by
-nested cross-validation and kept only where its held-out kappa beats the base's. `examples`
-shows every case one fixed set of k labelled cases; `nearest` the k labelled cases nearest
-each case (TF-IDF), drawn from all the labels of the training folds.
+"""`judge align`: per dimension, the candidate (base, weights, policy, examples,
+examples+policy, nearest, nearest+policy) that makes the judge agree more with the user's
+labels, chosen by nested cross-validation and kept only where its held-out kappa beats the
+base's. `weights` refits a scored rubric's decision on the training folds' labels (no request
+of its own: `_align_weights`); `examples` shows every case one fixed set of k labelled cases;
+`nearest` the k labelled cases nearest each case (TF-IDF), drawn from all the labels of the
+training folds.
 
 Folds are by case, a conversation's cases in one. For each outer fold, an inner
 cross-validation on the other folds picks the candidate with the best inner kappa (ties to
@@ -28,6 +30,7 @@ from judge.calibrate._align_folds import (
     label_of,
     pool_examples,
 )
+from judge.calibrate._align_weights import BaseItems, Defaults
 from judge.cases._case import Case
 from judge.checks._result import CaseResult
 from judge.judging._aligned import (
@@ -39,10 +42,10 @@ from judge.judging._aligned import (
 )
 
 Candidate = Literal[
-    "base", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
+    "base", "weights", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
 ]  # fmt: skip
 SIMPLEST_FIRST: tuple[Candidate, ...] = (
-    "base", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
+    "base", "weights", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
 )  # fmt: skip
 """Every candidate, the simpler first: a tie goes to the earlier."""
 Grader = Callable[[AlignedSpec | None, list[Case]], Awaitable[list[CaseResult]]]
@@ -86,6 +89,9 @@ class AlignmentFit:
     left_base: dict[AlignedDimension, int]
     """Dimensions with some labels, but too few: left base, with their count."""
     folds: int
+    unweighable: list[AlignedDimension] = field(default_factory=list)
+    """Dimensions `weights` was asked for but not measured on: their verdicts carry no
+    answers to weigh anew (not a scored rubric's)."""
 
 
 class _Fitting:
@@ -94,19 +100,29 @@ class _Fitting:
     def __init__(
         self, cases: Sequence[Case], dimensions: list[AlignedDimension], policy: str | None,
         k: int, seed: int, fold_of: list[int], allowed: Sequence[Candidate] = SIMPLEST_FIRST,
+        defaults: Defaults | None = None,
     ) -> None:  # fmt: skip
         self.cases, self.dimensions, self.policy = list(cases), dimensions, policy
         self.k, self.seed, self.fold_of = k, seed, fold_of
         self.folds = frozenset(fold_of)
+        self.defaults = defaults or {}
         self.candidates: tuple[Candidate, ...] = tuple(
             c for c in SIMPLEST_FIRST
             if c == "base" or (c in allowed and (policy or "policy" not in c))
+            and (c != "weights" or self.defaults)
         )  # fmt: skip
         self.graded: dict[tuple[Candidate, frozenset[int]], Verdicts] = {}
+        self.base = BaseItems([], [], {}, [])
+        """The base judge's verdicts as the `weights` refit reads them (once graded)."""
+
+    def candidates_for(self, d: AlignedDimension) -> tuple[Candidate, ...]:
+        """The candidates measured on the dimension: `weights` only where the base judge's
+        verdicts carry answers to weigh anew."""
+        return tuple(c for c in self.candidates if c != "weights" or self.base.weighable(d))
 
     def spec(self, candidate: Candidate, train: frozenset[int]) -> AlignedSpec | None:
         """The candidate's spec with its examples drawn from the training folds only."""
-        if candidate == "base":
+        if candidate in ("base", "weights"):  # the weights change no prompt
             return None
         indices = [i for i, f in enumerate(self.fold_of) if f in train]
         dimensions = {
@@ -124,23 +140,36 @@ class _Fitting:
         return [*alone, *sorted(pairs, key=sorted)]
 
     async def grade(self, grader: Grader) -> None:
+        everyone = list(range(len(self.cases)))
         for candidate in self.candidates:
-            if not drawn(candidate):  # the same prompt for every fold: graded once
-                everyone = list(range(len(self.cases)))
-                self.graded[candidate, self.folds] = await self._verdicts(
-                    grader, self.spec(candidate, self.folds), everyone
-                )
-                continue
-            for train in self.trains():
-                held = [i for i, f in enumerate(self.fold_of) if f not in train]
-                self.graded[candidate, train] = await self._verdicts(
-                    grader, self.spec(candidate, train), held
-                )
+            if candidate == "weights":  # after the base, on its verdicts
+                self._weigh()
+            elif not drawn(candidate):  # the same prompt for every fold: graded once
+                spec = self.spec(candidate, self.folds)
+                results = await grader(spec, [self.cases[i] for i in everyone])
+                self.graded[candidate, self.folds] = self._verdicts(everyone, results)
+                if candidate == "base":
+                    self.base = BaseItems(self.cases, results, self.defaults, self.dimensions)
+            else:
+                for train in self.trains():
+                    held = [i for i, f in enumerate(self.fold_of) if f not in train]
+                    chosen = [self.cases[i] for i in held]
+                    results = await grader(self.spec(candidate, train), chosen)
+                    self.graded[candidate, train] = self._verdicts(held, results)
 
-    async def _verdicts(
-        self, grader: Grader, spec: AlignedSpec | None, indices: list[int]
-    ) -> Verdicts:
-        results = await grader(spec, [self.cases[i] for i in indices])
+    def _weigh(self) -> None:
+        """The `weights` verdicts of every training set's held-out cases: no request."""
+        base = self.graded["base", self.folds]
+        for train in self.trains():
+            taught = [i for i, f in enumerate(self.fold_of) if f in train]
+            held = {i: base[i] for i, f in enumerate(self.fold_of) if f not in train}
+            refit = {
+                d: self.base.verdicts(d, taught, {i: v[d] for i, v in held.items()})
+                for d in self.dimensions
+            }
+            self.graded["weights", train] = {i: {d: refit[d][i] for d in refit} for i in held}
+
+    def _verdicts(self, indices: list[int], results: list[CaseResult]) -> Verdicts:
         return {
             i: {d: judge_verdict(r, d)[0] for d in self.dimensions}
             for i, r in zip(indices, results, strict=True)
@@ -149,8 +178,8 @@ class _Fitting:
     def verdict(self, candidate: Candidate, train: frozenset[int], i: int, d: AlignedDimension
                 ) -> str | None:  # fmt: skip
         """Case i's verdict by the candidate built from the training folds (never its own)."""
-        assert self.fold_of[i] not in train or not drawn(candidate)
-        key = train if drawn(candidate) else self.folds
+        assert self.fold_of[i] not in train or not per_train(candidate)
+        key = train if per_train(candidate) else self.folds
         return self.graded[candidate, key][i][d]
 
     def pairs(self, candidate: Candidate, d: AlignedDimension, cases: list[int],
@@ -167,12 +196,13 @@ class _Fitting:
 
     def best(self, d: AlignedDimension, cases: list[int], leave_out: frozenset[int]) -> Candidate:
         """The candidate with the best kappa over the cases (ties to the simpler)."""
-        scores = {c: kappa(self.pairs(c, d, cases, leave_out)) for c in self.candidates}
-        return max(self.candidates, key=lambda c: (_score(scores[c]), -SIMPLEST_FIRST.index(c)))
+        candidates = self.candidates_for(d)
+        scores = {c: kappa(self.pairs(c, d, cases, leave_out)) for c in candidates}
+        return max(candidates, key=lambda c: (_score(scores[c]), -SIMPLEST_FIRST.index(c)))
 
     def fit(self, d: AlignedDimension, labels: int) -> DimensionFit:
         labelled = [i for i, c in enumerate(self.cases) if label_of(c, d) is not None]
-        held = {c: _held(self.pairs(c, d, labelled)) for c in self.candidates}
+        held = {c: _held(self.pairs(c, d, labelled)) for c in self.candidates_for(d)}
         after: list[tuple[str, str]] = []
         per_fold: list[Candidate] = []
         for outer in sorted(self.folds):
@@ -195,22 +225,29 @@ class _Fitting:
 async def fit_alignment(
     cases: Sequence[Case], grader: Grader, *, policy: str | None = None, folds: int = 5,
     k: int = 4, seed: int = 0, candidates: Sequence[Candidate] = SIMPLEST_FIRST,
+    defaults: Defaults | None = None,
 ) -> AlignmentFit:  # fmt: skip
     """Fit the spec on the labelled cases, choosing among `candidates` (the base always
-    measured; those with `policy` only with a policy) (`InputError` where no dimension has
+    measured; those with `policy` only with a policy; `weights` only with the judge's
+    `defaults`, on a dimension its verdicts weigh) (`InputError` where no dimension has
     labels enough, or the cases hold too few conversations to nest the folds)."""
     counts = label_counts(cases)
     dimensions = fitted_dimensions(counts)
     fold_of = assign_folds(cases, folds, seed)
-    fitting = _Fitting(cases, dimensions, policy, k, seed, fold_of, candidates)
+    fitting = _Fitting(cases, dimensions, policy, k, seed, fold_of, candidates, defaults)
     await fitting.grade(grader)
     fits = [fitting.fit(d, counts[d]) for d in dimensions]
     left_base = {d: n for d, n in counts.items() if n > 0 and d not in dimensions}
     everyone = list(range(len(cases)))
     spec_dimensions: dict[AlignedDimension, DimensionAlignment] = {}
-    for found in fits:  # the examples from all the labels
-        chosen = alignment_of(found.choice, found.why, policy, cases, everyone, found.dimension,
-                              k, seed)  # fmt: skip
+    for found in fits:  # the examples, or the weights, from all the labels
+        if found.choice == "weights":
+            weights = fitting.base.fitted(found.dimension, everyone)
+            assert weights is not None  # chosen only where the verdicts are weighable
+            chosen = DimensionAlignment(choice="weights", why=found.why, weights=weights)
+        else:
+            chosen = alignment_of(found.choice, found.why, policy, cases, everyone,
+                                  found.dimension, k, seed)  # fmt: skip
         measured = _measured(found, len(set(fold_of)), k, seed)
         spec_dimensions[found.dimension] = chosen.model_copy(update={"measured": measured})
     for d, n in left_base.items():
@@ -223,12 +260,19 @@ async def fit_alignment(
         if any(label_of(c, d) is not None for d in counts)
     )
     spec = AlignedSpec(version=1, dimensions=spec_dimensions, fitted_on=fitted_on)
-    return AlignmentFit(spec, fits, left_base, len(set(fold_of)))
+    asked = "weights" in candidates
+    unweighable = [d for d in dimensions if asked and "weights" not in fitting.candidates_for(d)]
+    return AlignmentFit(spec, fits, left_base, len(set(fold_of)), unweighable)
 
 
 def drawn(candidate: Candidate) -> bool:
     """Whether the candidate shows examples (drawn from the training folds)."""
     return "examples" in candidate or "nearest" in candidate
+
+
+def per_train(candidate: Candidate) -> bool:
+    """Whether the candidate is built anew from each training set (examples, weights)."""
+    return drawn(candidate) or candidate == "weights"
 
 
 def alignment_of(

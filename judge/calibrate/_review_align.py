@@ -123,9 +123,12 @@ class ReviewAlign:
                 raise NoVerdicts(f"the judge gave no verdict{f': {first}' if first else ''}")
             return results
 
+        async with judge_with(answers, None) as judge:  # what the `weights` refit starts from
+            defaults = judge.decision_defaults()
         return await fit_alignment(
-            cases, grader, policy=self.policy, folds=self.folds, k=self.k, seed=self.seed
-        )
+            cases, grader, policy=self.policy, folds=self.folds, k=self.k, seed=self.seed,
+            defaults=defaults,
+        )  # fmt: skip
 
 
 def shown_fit(fitted: AlignmentFit, output: Path) -> dict[str, Any]:

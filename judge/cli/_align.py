@@ -84,7 +84,8 @@ def align_command(
 ) -> None:  # fmt: skip
     """Choose per dimension, by nested cross-validation on the labels of LABELLED, whether
     your policy, labelled examples of your own cases (one fixed set, or the nearest of each
-    case), both or neither go into the judge's prompt; keep a choice only where it beats the
+    case), both or neither go into the judge's prompt, or (a scored rubric: the embedded
+    judge's) its answers weighed anew on your labels; keep a choice only where it beats the
     base judge held out."""
     refuse_overlaps()
     try:
@@ -181,9 +182,12 @@ async def _fit(
             async with make_judge({**options, "aligned": spec}) as judge:
                 return list(await judge.grade(chosen, on_result=lambda _: step(1)))
 
+        async with make_judge(options) as judge:  # what the `weights` refit starts from
+            defaults = judge.decision_defaults()
         return await fit_alignment(
-            cases, grader, policy=policy, folds=folds, k=k, seed=seed, candidates=candidates
-        )
+            cases, grader, policy=policy, folds=folds, k=k, seed=seed, candidates=candidates,
+            defaults=defaults,
+        )  # fmt: skip
 
 
 def _print(fitted: AlignmentFit, output: str) -> None:
@@ -206,6 +210,11 @@ def _print(fitted: AlignmentFit, output: str) -> None:
         console.print(f"{found.dimension}: {found.why}")
     for dimension, count in fitted.left_base.items():
         console.print(f"{dimension}: left base, {count} labels (fewer than 20)")
+    for dimension in fitted.unweighable:
+        console.print(
+            f"{dimension}: weights not measured: the judge's verdicts carry no answers to "
+            "weigh anew (a scored rubric's do: the embedded judge's)"
+        )
     console.print(f"aligned spec: {output}")
 
 

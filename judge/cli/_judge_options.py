@@ -193,6 +193,7 @@ def make_judge(options: dict[str, Any]) -> Judge:
         k: v for k, v in kwargs.items() if k not in ("extra_body", "cache", "logprobs", "probe")
     }
     from judge.endpoints._endpoint import provider_of
+    from judge.judging._aligned import prompts_only
     from judge.judging._grade import Judge  # the OpenAI SDK: only for commands that judge
 
     escalation = None
@@ -216,7 +217,7 @@ def make_judge(options: dict[str, Any]) -> Judge:
             seed=options.get("seed", DEFAULT_SEED),
             concurrency=options.get("concurrency", 8),
             logprobs=logprobs,
-            aligned=options.get("aligned"),  # the user's policy and examples bind it too
+            aligned=prompts_only(options.get("aligned")),  # the user's policy, examples too
         )
     return Judge(escalation=escalation, **kwargs)
 

@@ -7,21 +7,25 @@ definition of what is correct: a fixed prefix that a server's prompt cache serve
 the first case. Or, with `nearest` k, the k examples nearest the graded case (TF-IDF cosine
 of its `example_text` against each example's text): a prompt of its own for each case, which
 no cache serves. A case is never its own example: an example whose id or content hash is the
-graded case's is left out of that case's prompt."""
+graded case's is left out of that case's prompt. Or, for a scored rubric (the embedded
+judge's), `weights` refitted on the labels: the prompt unchanged, its answers weighed anew
+(as a calibration's fit does)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from judge._errors import InputError
+from judge._errors import InputError, JudgeError
 from judge.cases._case import Case
 from judge.cases._hash import content_hash
+from judge.judging._rubric import Combine, RubricSet
 from judge.judging._sandbox import shorten
+from judge.judging._scored import PROBE_FEATURE, Fit
 
 AlignedDimension = Literal["selection", "arguments", "answer"]
 ALIGNED_DIMENSIONS: tuple[AlignedDimension, ...] = ("selection", "arguments", "answer")
@@ -52,12 +56,24 @@ class LabelledExample(BaseModel):
     """The case as shown to the judge (`example_text`): request, tools named, the calls."""
 
 
-class DimensionAlignment(BaseModel):
-    """What one dimension's prompt gets: nothing (`base`), the policy, examples, or both."""
+class AlignedWeights(BaseModel):
+    """A scored rubric's decision refitted on the user's labels: per branch (`called`,
+    `not_called`) the weights of its answers (and of the probe's P(correct) where a probe
+    decides), and the cut on P(correct)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    choice: Literal["base", "policy", "examples", "examples+policy"]
+    combine: dict[Literal["called", "not_called"], Combine] = Field(min_length=1)
+    threshold: float = Field(gt=0.0, lt=1.0)
+
+
+class DimensionAlignment(BaseModel):
+    """What one dimension's prompt gets: nothing (`base`), the policy, examples, or both;
+    or, its prompt unchanged, its answers weighed anew (`weights`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    choice: Literal["base", "weights", "policy", "examples", "examples+policy"]
     why: str
     """Why this choice (held-out kappa before and after, or why the base was kept)."""
     policy: str | None = None
@@ -67,6 +83,8 @@ class DimensionAlignment(BaseModel):
     nearest: int | None = Field(default=None, ge=1)
     """None: every case is shown all the examples; k: each case is shown the k examples
     nearest it (TF-IDF cosine over the example text; ties to the earlier example)."""
+    weights: AlignedWeights | None = None
+    """Needed by the choice `weights` (and only there): the refitted decision."""
     measured: dict[str, Any] = Field(default_factory=dict)
     """What the fitting measured (kappas, intervals): not part of the spec's hash."""
     _index: Any = PrivateAttr(default=None)
@@ -80,6 +98,8 @@ class DimensionAlignment(BaseModel):
             raise ValueError(f"choice {self.choice!r} needs at least one example")
         if self.nearest is not None and "examples" not in self.choice:
             raise ValueError(f"nearest needs a choice with examples, not {self.choice!r}")
+        if (self.choice == "weights") != (self.weights is not None):
+            raise ValueError("weights go with the choice 'weights', and it needs them")
         return self
 
     def shown_to(self, case: Case) -> list[LabelledExample]:
@@ -172,6 +192,16 @@ def as_aligned(aligned: str | Path | AlignedSpec | None) -> AlignedSpec | None:
     return aligned if isinstance(aligned, AlignedSpec) or aligned is None else load_aligned(aligned)
 
 
+def prompts_only(aligned: str | Path | AlignedSpec | None) -> AlignedSpec | None:
+    """The spec as another judge (an escalation judge) takes it: what reaches the prompts,
+    not the weights refitted on this judge's own answers."""
+    spec = as_aligned(aligned)
+    if spec is None:
+        return None
+    kept = {name: found for name, found in spec.dimensions.items() if found.weights is None}
+    return spec.model_copy(update={"dimensions": kept})
+
+
 def spec_sha256(spec: AlignedSpec) -> str | None:
     """The spec's hash: its canonical JSON of what reaches the prompts (not the figures the
     fitting measured or wrote in `why`, nor the dimensions left base); None for a spec that
@@ -188,9 +218,52 @@ def spec_sha256(spec: AlignedSpec) -> str | None:
     for dimension in dumped["dimensions"].values():
         dimension.pop("measured", None)
         dimension.pop("why", None)
-        if dimension.get("nearest") is None:  # a spec from before `nearest` keeps its hash
-            dimension.pop("nearest", None)
+        for added in ("nearest", "weights"):  # a spec from before them keeps its hash
+            if dimension.get(added) is None:
+                dimension.pop(added, None)
     return content_hash(dumped)
+
+
+def aligned_fits(aligned: AlignedSpec | None, rubrics: RubricSet, probing: object | None
+                 ) -> dict[str, Fit]:  # fmt: skip
+    """The decisions an aligned spec refitted (choice `weights`), by dimension, for a judge
+    with these rubrics, and a probe (`probing`) or None (`check_weights`)."""
+    if aligned is None:
+        return {}
+    check_weights(aligned, {r.dimension for r in rubrics.all if r.scored}, probing is not None)
+    return {
+        name: Fit({str(b): c for b, c in found.weights.combine.items()}, found.weights.threshold)
+        for name, found in aligned.dimensions.items()
+        if found.weights is not None
+    }
+
+
+def aligned_defaults(
+    defaults: dict[str, dict[str, Combine]], aligned: AlignedSpec | None
+) -> dict[str, dict[str, Combine]]:
+    """A judge's decision defaults (per scored dimension, per branch) with the spec's refitted
+    weights in place of those it refitted: what a calibration of the aligned judge starts from
+    (the spec was checked against the judge when it was given)."""
+    fits = {n: f.weights for n, f in (aligned.dimensions if aligned else {}).items() if f.weights}
+    return defaults | {n: {**defaults[n], **w.combine} for n, w in fits.items() if n in defaults}
+
+
+def check_weights(aligned: AlignedSpec | None, scored: Collection[str], probing: bool) -> None:
+    """`JudgeError` where the spec's `weights` would weigh answers this judge does not give:
+    a dimension whose rubric is not scored, or the probe's P(correct) with no probe."""
+    for name, found in (aligned.dimensions if aligned else {}).items():
+        if found.weights is None:
+            continue
+        if name not in scored:
+            raise JudgeError(
+                f"the aligned spec's {name} weights weigh a scored rubric's answers, and this "
+                f"judge's {name} rubric is not scored (the embedded judge's rubrics are)"
+            )
+        if not probing and any(PROBE_FEATURE in c.weights for c in found.weights.combine.values()):
+            raise JudgeError(
+                f"the aligned spec's {name} weights weigh the probe's P(correct), and this "
+                "judge has no probe (the embedded judge with its own rubrics has)"
+            )
 
 
 def case_content_sha256(case: Case) -> str:

@@ -39,7 +39,13 @@ from judge.checks._verdict import with_judge
 from judge.endpoints._client import Reply, ResponseFormat
 from judge.endpoints._endpoint import Endpoint, resolve_endpoint
 from judge.endpoints._retry import RetryPolicy
-from judge.judging._aligned import AlignedSpec, as_aligned, spec_sha256
+from judge.judging._aligned import (
+    AlignedSpec,
+    aligned_defaults,
+    aligned_fits,
+    as_aligned,
+    spec_sha256,
+)
 from judge.judging._answering import Answering
 from judge.judging._asker import Asked, Asker, FormatChoice
 from judge.judging._assemble import Escalated, Judged, Verdicts, outcome, reask, settled
@@ -123,7 +129,6 @@ class Judge:
         `uncertain`. Trajectory verdicts are never calibrated, so never abstained."""
         self.escalation = escalation
         """A second judge that answers again the verdicts this one abstained from."""
-        self._fits: dict[str, Fit] = {}
         self._platt: dict[str, tuple[float, float]] = {}
         self.probe = resolve_probe(
             probe, embedded=self._endpoint is None, own_rubrics=rubrics is None
@@ -132,6 +137,8 @@ class Judge:
         if self.probe is not None:
             check_rubrics(self.probe, self.rubrics)
         self._probing = ProbeReader(self.probe, self._cache) if self.probe else None
+        # Per dimension, the aligned spec's refitted decision, or a calibration's (`calibrate`).
+        self._fits: dict[str, Fit] = aligned_fits(self.aligned, self.rubrics, self._probing)
         self._identity = _identity_of(self)
         self._asker = Asker(
             self._identity,
@@ -214,9 +221,9 @@ class Judge:
             self._platt[dimension] = platt
 
     def decision_defaults(self) -> dict[str, dict[str, Combine]]:
-        """Per scored dimension, what a calibration refits from, per branch: the probe's
-        P(correct) where it decides, else the rubric's combination."""
-        return decision_defaults(self.rubrics, self._probing)
+        """Per scored dimension, what a calibration refits from, per branch: the aligned spec's
+        weights, else the probe's P(correct) where it decides, else the rubric's combination."""
+        return aligned_defaults(decision_defaults(self.rubrics, self._probing), self.aligned)
 
     async def __aenter__(self) -> Judge:
         return self
