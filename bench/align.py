@@ -320,11 +320,11 @@ def targets(sources: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def cost_ratio(entry: dict[str, Any]) -> float | None:
     """The chosen candidates' seconds per asked case against the base's (the dearest chosen:
     a spec that aligns two dimensions differently was not timed as a whole); 1.0 where every
-    dimension kept the base."""
+    dimension kept the base. `weights` asks what the base asks: its cost is the base's."""
     costs_of = entry["costs"]
     base = costs_of.get("base", {}).get("seconds_per_case")
     chosen = {d["choice"].replace(" (nearest)", "") for d in entry["dimensions"].values()}
-    chosen.discard("base")
+    chosen -= {"base", "weights"}
     if not base:
         return None
     seconds = [costs_of.get(c, {}).get("seconds_per_case") for c in chosen]
@@ -347,7 +347,7 @@ def _number(value: float | None, form: str) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     """The measured tables: kappa per source and dimension, the costs, the targets."""
-    names = [c for c in ("base", "policy", "examples", "examples+policy", "nearest",
+    names = [c for c in ("base", "weights", "policy", "examples", "examples+policy", "nearest",
                          "nearest+policy")
              if any(c in d.get("candidates", {}) for e in report["sources"].values()
                     for d in e["dimensions"].values())]  # fmt: skip

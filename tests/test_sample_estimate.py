@@ -176,3 +176,29 @@ def test_an_active_draw_weighed_by_its_probabilities_is_unbiased() -> None:
     assert covered / repetitions >= 0.9
     uniform = [float(np.mean(y[random.Random(s).sample(range(size), n)])) for s in range(300)]
     assert np.std(ppi) < np.std(uniform)  # and it is worth it
+
+
+@pytest.mark.parametrize(
+    ("key", "extra"),
+    [
+        pytest.param("inclusion_probability", (), id="a-case-drawn-before"),
+        pytest.param("stratum", ("--stratify", "meta.n"), id="a-stratum-of-the-users-own"),
+    ],
+)
+def test_a_case_holding_what_the_draw_writes_is_refused_not_overwritten(
+    tmp_path: Path, key: str, extra: tuple[str, ...]
+) -> None:
+    cases = tmp_path / "cases.jsonl"
+    rows = [
+        {"id": f"c{i}", "messages": [{"role": "user", "content": "hi"}],
+         "meta": {"n": i % 2} | ({key: "mine"} if i == 3 else {})}
+        for i in range(10)
+    ]  # fmt: skip
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "drawn.jsonl"
+    run = CliRunner().invoke(
+        main, ["sample", str(cases), "--for-estimate", "6", *extra, "-o", str(out)]
+    )
+    assert run.exit_code == 2
+    assert f"case 4 (c3): /meta/{key} is already set ('mine')" in run.output
+    assert str(cases) in run.output and not out.exists()

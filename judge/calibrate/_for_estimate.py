@@ -17,7 +17,9 @@ import math
 import random
 from collections.abc import Sequence
 
+from judge._errors import InputError
 from judge.calibrate._estimate import INCLUSION_KEY, STRATUM_KEY
+from judge.cases._case import Case
 from judge.cases._json import dumps_line, loads
 from judge.checks._result import CaseResult
 
@@ -97,6 +99,21 @@ def draw_for_estimate(pi: Sequence[float], n: int, seed: int = 0) -> list[int]:
     return sorted(chosen)
 
 
+def _refuse_drawn(path: str, cases: Sequence[Case], stratified: bool) -> None:
+    """`InputError` for a case whose `meta` holds what the draw writes (an inclusion
+    probability, or a stratum when stratified): never overwritten silently."""
+    keys = (INCLUSION_KEY, STRATUM_KEY) if stratified else (INCLUSION_KEY,)
+    for number, case in enumerate(cases, start=1):
+        meta = case.meta if isinstance(case.meta, dict) else {}
+        for key in keys:
+            if key in meta:
+                raise InputError(
+                    f"{path}: case {number} ({case.id}): /meta/{key} is already set "
+                    f"({meta[key]!r}); the draw records its own there: draw from the cases "
+                    "as they were before an earlier draw, or rename your field"
+                )
+
+
 def with_probability(line: bytes, probability: float, stratum: str | None = None) -> bytes:
     """A case's JSON line with `meta.inclusion_probability` (and `meta.stratum`) set,
     everything else as it was."""
@@ -149,6 +166,7 @@ def sample_for_estimate(
     from judge.calibrate._sample import judged_states, read_lines, stratum_key
 
     raw, loaded = read_lines(cases)
+    _refuse_drawn(cases, loaded, bool(fields))
     graded = read_results(results) if results else None
     chances = None if graded is None else [wrong_chance(graded.get(c.id)) for c in loaded]
     how = "uniform" if graded is None else "active"
