@@ -154,6 +154,17 @@ def test_pass_hat_k_and_varying_cases_over_runs(fake: OpenRouterServer, tmp_path
     assert sorted(flaky["varying"]) == ["oslo", "paris"]
     table = run(fake, cases, "--models", "flaky/m", "--runs", "3", "-o", str(out))
     assert "pass^3" in table.stdout and "outcome varies between runs" in table.stdout
+    # a run left undecided drops its case out of pass^3, and the table says over how many
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    for row in rows:
+        if row["case_id"] == "oslo" and row["run"] == 2:
+            row["passed"] = None
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shown = CliRunner().invoke(main, ["compare", str(out), "--format", "json"])
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["models"][0]["pass_k_cases"] == {"1": 2, "2": 2, "3": 1}
+    table = CliRunner().invoke(main, ["compare", str(out)], terminal_width=200)
+    assert "(1 of 2 cases)" in table.stdout
 
 
 def test_compare_writes_an_html_report_with_a_plot_per_metric(

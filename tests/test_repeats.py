@@ -49,6 +49,9 @@ def test_per_case_and_overall() -> None:
     assert stats.pass_at[2] == pytest.approx((1 + 5 / 6 + 0) / 3)
     assert stats.varying == ["half"]
     assert stats.to_dict()["pass_hat_k"]["4"] == pytest.approx(1 / 3)
+    # each k says how many cases its mean is over: "short" drops out from k=2
+    assert stats.covered == {1: 4, 2: 3, 3: 3, 4: 3}
+    assert stats.to_dict()["pass_k_cases"] == {"1": 4, "2": 3, "3": 3, "4": 3}
 
 
 def test_chosen_ks() -> None:

@@ -79,6 +79,8 @@ class ModelStats:
     """Each case's share of calls with a structural failure (where it made calls)."""
     user_error_runs: list[dict[str, Any]] = field(default_factory=list)
     """The runs whose simulated user broke its scenario: `{"case_id", "run", "reason"}`."""
+    pass_k_cases: dict[int, int] = field(default_factory=dict)
+    """Per k, the cases pass^k and pass@k are over (those with k gradable runs or more)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +96,7 @@ class ModelStats:
             "breakdown": self.breakdown,
             "pass_hat_k": {str(k): v for k, v in self.pass_hat_k.items()},
             "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
+            "pass_k_cases": {str(k): v for k, v in self.pass_k_cases.items()},
             "varying": self.varying,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -345,6 +348,7 @@ def _model_stats(model: str, rows: list[RunRecord]) -> ModelStats:
         breakdown={name: _share(graded, name) for name in _BREAKDOWN},
         pass_hat_k=repeats.pass_hat,
         pass_at_k=repeats.pass_at,
+        pass_k_cases=repeats.covered,
         varying=repeats.varying,
         prompt_tokens=sum(_tokens(r, "prompt_tokens") for r in rows),
         completion_tokens=sum(_tokens(r, "completion_tokens") for r in rows),

@@ -65,6 +65,9 @@ class RepeatStats:
     cases: list[CaseRepeats]
     pass_hat: dict[int, float] = field(default_factory=dict)
     pass_at: dict[int, float] = field(default_factory=dict)
+    covered: dict[int, int] = field(default_factory=dict)
+    """Per k, the cases its mean is over (those with at least k gradable runs): a case with
+    fewer (a run undecided, or its simulated user off its scenario) drops out of it."""
 
     @property
     def varying(self) -> list[str]:
@@ -75,6 +78,7 @@ class RepeatStats:
         return {
             "pass_hat_k": {str(k): v for k, v in self.pass_hat.items()},
             "pass_at_k": {str(k): v for k, v in self.pass_at.items()},
+            "pass_k_cases": {str(k): v for k, v in self.covered.items()},
             "varying": self.varying,
             "cases": [c.to_dict() for c in self.cases],
         }
@@ -108,9 +112,11 @@ def repeat_stats(
         )
     pass_hat: dict[int, float] = {}
     pass_at: dict[int, float] = {}
+    covered: dict[int, int] = {}
     for k in chosen:
         eligible = [case for case in cases if k in case.pass_hat]
         if eligible:
             pass_hat[k] = sum(case.pass_hat[k] for case in eligible) / len(eligible)
             pass_at[k] = sum(case.pass_at[k] for case in eligible) / len(eligible)
-    return RepeatStats(cases=cases, pass_hat=pass_hat, pass_at=pass_at)
+            covered[k] = len(eligible)
+    return RepeatStats(cases=cases, pass_hat=pass_hat, pass_at=pass_at, covered=covered)

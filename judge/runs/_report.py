@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from judge.calibrate._report import STYLE, plot_png
-from judge.runs._compare import Comparison
+from judge.runs._compare import Comparison, ModelStats
 from judge.runs._intervals import Interval
 from judge.runs._report_cases import failures_html, pairs_table, print_failures, user_errors_html
 from judge.runs._report_ppi import estimates_html, print_estimates
@@ -62,7 +62,7 @@ def print_comparison(comparison: Comparison, stream: IO[str]) -> None:
     for name in ("varying", "tokens in", "tokens out", "cost $", "p50 s", "p95 s"):
         spend.add_column(name, justify="right")
     for stats in models:
-        cells = [_pct(stats.pass_hat_k.get(k)) for k in ks]
+        cells = [_pct(stats.pass_hat_k.get(k)) + _over(stats, k) for k in ks]
         if ks and ks[-1] > 1:
             cells.append(_pct(stats.pass_at_k.get(ks[-1])))
         cells += [
@@ -245,6 +245,12 @@ _PLOTS: list[tuple[str, Callable[[Any, Comparison], None]]] = [
 def _png(draw: Callable[[Any, Comparison], None], comparison: Comparison) -> str:
     rows = max(len(comparison.models), len(comparison.pairs), 2)
     return plot_png(lambda axes: draw(axes, comparison), (5.6, 1.2 + 0.45 * rows))
+
+
+def _over(stats: ModelStats, k: int) -> str:
+    """Where pass^k is over fewer cases than the model graded: " (n of N cases)"."""
+    n = stats.pass_k_cases.get(k)
+    return "" if n is None or n >= stats.cases else f" ({n} of {stats.cases} cases)"
 
 
 def _pct(value: float | None) -> str:
