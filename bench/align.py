@@ -4,14 +4,14 @@ distribution: per source, 150 labelled cases, 5 outer folds, the embedded judge.
     python bench/align.py collect [--cache DIR] [--n 150] [--sources a,b] [--candidates ...]
     python bench/align.py measure [--cache DIR] [--json FILE] [--markdown FILE]
 
-`collect` writes, per source, DIR/<source>.cases.jsonl: n cases drawn seeded (seed 54; a
-smaller n is a prefix of a larger one's draw) from ../shared/datasets/ (When2Call, BFCL
-single-turn, ACEBench: each labels selection and arguments), their expected calls and
-behaviour taken out so that the judge decides every case as on production traffic, the labels
-and any `meta.label_note` kept. Each source has its labelling rule written as a user would
-write it (bench/align_policies/<source>.md, from the dataset's own rule). Then, niced, per
-source, the fitting `judge align <cases> --policy <policy> --model local --judge-broken
---candidates base,weights,policy,examples,examples+policy --folds 5` runs (in-process, through the
+`collect` writes, per source, DIR/<source>.cases.jsonl: n cases drawn seeded (seed 54; a smaller
+n is a prefix of a larger one's draw) from ../shared/datasets/ (When2Call, BFCL single-turn,
+ACEBench: each labels selection and arguments), their expected calls and behaviour taken out so
+that the judge decides every case as on production traffic, the labels and any `meta.label_note`
+kept. Each source has its labelling rule written as a user would write it
+(bench/align_policies/<source>.md, from the dataset's own rule). Then, niced, per source, the
+fitting `judge align <cases> --policy <policy> --model local --judge-broken --candidates
+base,weights,probe,policy,examples,examples+policy --folds 5` runs (in-process, through the
 command's own parts, so that each grading is timed and its usage counted: the command prints
 neither). It writes DIR/<source>.aligned.json (the spec, its `measured` figures per dimension)
 and appends a line per grading to DIR/<source>.gradings.jsonl: the candidate, the cases, those
@@ -55,7 +55,7 @@ questions and weights, so its base figures flatter)."""
 SEED = 54
 N = 150
 FOLDS = 5
-CANDIDATES = "base,weights,policy,examples,examples+policy"
+CANDIDATES = "base,weights,probe,policy,examples,examples+policy"
 STRIPPED = ("expected_calls", "expected_behavior", "match", "expected_state", "reference")
 CACHE = Path.home() / ".cache" / "tool-call-judge" / "bench-align"
 TARGET_LIFT = 0.10
@@ -134,6 +134,7 @@ def fit(cases: Path, source: str, cache: Path, candidates: str, folds: int) -> N
     """`judge align` on the cases, through the command's own parts, each grading timed and
     its usage logged (run niced by `collect`)."""
     from judge.calibrate._align import fit_alignment
+    from judge.calibrate._align_probe import probe_source
     from judge.cases._case import Case
     from judge.checks._judge_summary import JudgeSummary
     from judge.checks._result import CaseResult
@@ -184,16 +185,16 @@ def fit(cases: Path, source: str, cache: Path, candidates: str, folds: int) -> N
         log.flush()
         return results
 
-    async def decision_defaults() -> Any:  # what the `weights` refit starts from
-        async with make_judge(options) as judge:
-            return judge.decision_defaults()
+    async def aligned() -> Any:
+        async with make_judge(options) as judge:  # what `weights` and `probe` start from
+            defaults = judge.decision_defaults()
+            probe = probe_source(lambda: make_judge(options), judge)
+        return await fit_alignment(
+            labelled, grader, policy=policy_text, folds=params["folds"], k=params["k"],
+            seed=params["fold_seed"], candidates=chosen, defaults=defaults, probe=probe,
+        )  # fmt: skip
 
-    defaults = asyncio.run(decision_defaults())
-    fitted = asyncio.run(
-        fit_alignment(labelled, grader, policy=policy_text, folds=params["folds"],
-                      k=params["k"], seed=params["fold_seed"], candidates=chosen,
-                      defaults=defaults)
-    )  # fmt: skip
+    fitted = asyncio.run(aligned())
     output.write_text(fitted.spec.model_dump_json(indent=2) + "\n")
     log.write(json.dumps({
         "event": "end", "run": run, "wall_s": round(time.monotonic() - began, 1),
@@ -320,11 +321,11 @@ def targets(sources: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def cost_ratio(entry: dict[str, Any]) -> float | None:
     """The chosen candidates' seconds per asked case against the base's (the dearest chosen:
     a spec that aligns two dimensions differently was not timed as a whole); 1.0 where every
-    dimension kept the base. `weights` asks what the base asks: its cost is the base's."""
+    dimension kept the base. `weights` and `probe` ask what the base asks: the base's cost."""
     costs_of = entry["costs"]
     base = costs_of.get("base", {}).get("seconds_per_case")
     chosen = {d["choice"].replace(" (nearest)", "") for d in entry["dimensions"].values()}
-    chosen -= {"base", "weights"}
+    chosen -= {"base", "weights", "probe"}
     if not base:
         return None
     seconds = [costs_of.get(c, {}).get("seconds_per_case") for c in chosen]
@@ -347,8 +348,8 @@ def _number(value: float | None, form: str) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     """The measured tables: kappa per source and dimension, the costs, the targets."""
-    names = [c for c in ("base", "weights", "policy", "examples", "examples+policy", "nearest",
-                         "nearest+policy")
+    names = [c for c in ("base", "weights", "probe", "policy", "examples", "examples+policy",
+                         "nearest", "nearest+policy")
              if any(c in d.get("candidates", {}) for e in report["sources"].values()
                     for d in e["dimensions"].values())]  # fmt: skip
     head = ["source / dimension", "labels", "base, held out", *names[1:], "after (nested)",

@@ -1,8 +1,9 @@
-"""`judge align`: per dimension, the candidate (base, weights, policy, examples,
+"""`judge align`: per dimension, the candidate (base, weights, probe, policy, examples,
 examples+policy, nearest, nearest+policy) that makes the judge agree more with the user's
 labels, chosen by nested cross-validation and kept only where its held-out kappa beats the
-base's. `weights` refits a scored rubric's decision on the training folds' labels (no request
-of its own: `_align_weights`); `examples` shows every case one fixed set of k labelled cases;
+base's. `weights` refits a scored rubric's decision on the training folds' labels, `probe`
+trains the embedded judge's probe heads on them (neither grades anew: `_align_weights`,
+`_align_probe`); `examples` shows every case one fixed set of k labelled cases;
 `nearest` the k labelled cases nearest each case (TF-IDF), drawn from all the labels of the
 training folds.
 
@@ -30,6 +31,7 @@ from judge.calibrate._align_folds import (
     label_of,
     pool_examples,
 )
+from judge.calibrate._align_probe import ProbeSource, ProbeUnits
 from judge.calibrate._align_weights import BaseItems, Defaults
 from judge.cases._case import Case
 from judge.checks._result import CaseResult
@@ -42,11 +44,15 @@ from judge.judging._aligned import (
 )
 
 Candidate = Literal[
-    "base", "weights", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
+    "base", "weights", "probe", "policy", "examples", "examples+policy", "nearest",
+    "nearest+policy",
 ]  # fmt: skip
 SIMPLEST_FIRST: tuple[Candidate, ...] = (
-    "base", "weights", "policy", "examples", "examples+policy", "nearest", "nearest+policy"
+    "base", "weights", "probe", "policy", "examples", "examples+policy", "nearest",
+    "nearest+policy",
 )  # fmt: skip
+REFITTED: tuple[Candidate, ...] = ("weights", "probe")
+"""Candidates refitted on the base judge's verdicts, fold by fold: they ask nothing."""
 """Every candidate, the simpler first: a tie goes to the earlier."""
 Grader = Callable[[AlignedSpec | None, list[Case]], Awaitable[list[CaseResult]]]
 """Grades cases with a judge aligned by the spec (None: the base judge)."""
@@ -92,6 +98,9 @@ class AlignmentFit:
     unweighable: list[AlignedDimension] = field(default_factory=list)
     """Dimensions `weights` was asked for but not measured on: their verdicts carry no
     answers to weigh anew (not a scored rubric's)."""
+    unprobed: list[AlignedDimension] = field(default_factory=list)
+    """Dimensions `probe` was asked for but not measured on: not the embedded judge's, or
+    no hidden state and answers to learn from."""
 
 
 class _Fitting:
@@ -100,29 +109,35 @@ class _Fitting:
     def __init__(
         self, cases: Sequence[Case], dimensions: list[AlignedDimension], policy: str | None,
         k: int, seed: int, fold_of: list[int], allowed: Sequence[Candidate] = SIMPLEST_FIRST,
-        defaults: Defaults | None = None,
+        defaults: Defaults | None = None, probe: ProbeSource | None = None,
     ) -> None:  # fmt: skip
         self.cases, self.dimensions, self.policy = list(cases), dimensions, policy
         self.k, self.seed, self.fold_of = k, seed, fold_of
         self.folds = frozenset(fold_of)
-        self.defaults = defaults or {}
+        self.defaults, self.probe = defaults or {}, probe
         self.candidates: tuple[Candidate, ...] = tuple(
             c for c in SIMPLEST_FIRST
             if c == "base" or (c in allowed and (policy or "policy" not in c))
-            and (c != "weights" or self.defaults)
+            and (c != "weights" or self.defaults) and (c != "probe" or probe)
         )  # fmt: skip
         self.graded: dict[tuple[Candidate, frozenset[int]], Verdicts] = {}
         self.base = BaseItems([], [], {}, [])
         """The base judge's verdicts as the `weights` refit reads them (once graded)."""
+        self.units = ProbeUnits([], [], [], [])
+        """The base judge's verdicts with their hidden states, as `probe` learns from them."""
 
     def candidates_for(self, d: AlignedDimension) -> tuple[Candidate, ...]:
         """The candidates measured on the dimension: `weights` only where the base judge's
-        verdicts carry answers to weigh anew."""
-        return tuple(c for c in self.candidates if c != "weights" or self.base.weighable(d))
+        verdicts carry answers to weigh anew, `probe` where they have hidden states too."""
+        return tuple(
+            c for c in self.candidates
+            if (c != "weights" or self.base.weighable(d))
+            and (c != "probe" or self.units.trainable(d))
+        )  # fmt: skip
 
     def spec(self, candidate: Candidate, train: frozenset[int]) -> AlignedSpec | None:
         """The candidate's spec with its examples drawn from the training folds only."""
-        if candidate in ("base", "weights"):  # the weights change no prompt
+        if candidate == "base" or candidate in REFITTED:  # they change no prompt
             return None
         indices = [i for i, f in enumerate(self.fold_of) if f in train]
         dimensions = {
@@ -143,13 +158,15 @@ class _Fitting:
         everyone = list(range(len(self.cases)))
         for candidate in self.candidates:
             if candidate == "weights":  # after the base, on its verdicts
-                self._weigh()
+                self._refit(candidate, self.base)
+            elif candidate == "probe":
+                self._refit(candidate, self.units)
             elif not drawn(candidate):  # the same prompt for every fold: graded once
                 spec = self.spec(candidate, self.folds)
                 results = await grader(spec, [self.cases[i] for i in everyone])
                 self.graded[candidate, self.folds] = self._verdicts(everyone, results)
                 if candidate == "base":
-                    self.base = BaseItems(self.cases, results, self.defaults, self.dimensions)
+                    await self._keep_base(results)
             else:
                 for train in self.trains():
                     held = [i for i, f in enumerate(self.fold_of) if f not in train]
@@ -157,17 +174,27 @@ class _Fitting:
                     results = await grader(self.spec(candidate, train), chosen)
                     self.graded[candidate, train] = self._verdicts(held, results)
 
-    def _weigh(self) -> None:
-        """The `weights` verdicts of every training set's held-out cases: no request."""
+    async def _keep_base(self, results: list[CaseResult]) -> None:
+        """The base judge's verdicts as the refitted candidates read them (and, for `probe`,
+        each case's hidden state)."""
+        if "weights" in self.candidates:
+            self.base = BaseItems(self.cases, results, self.defaults, self.dimensions)
+        if "probe" in self.candidates and self.probe is not None:
+            states = await self.probe.hidden(self.cases)
+            self.units = ProbeUnits(self.cases, results, states, self.dimensions)
+
+    def _refit(self, candidate: Candidate, refitter: BaseItems | ProbeUnits) -> None:
+        """The candidate's verdicts of every training set's held-out cases, refitted on the
+        training cases' base verdicts and labels: no request."""
         base = self.graded["base", self.folds]
         for train in self.trains():
             taught = [i for i, f in enumerate(self.fold_of) if f in train]
             held = {i: base[i] for i, f in enumerate(self.fold_of) if f not in train}
             refit = {
-                d: self.base.verdicts(d, taught, {i: v[d] for i, v in held.items()})
+                d: refitter.verdicts(d, taught, {i: v[d] for i, v in held.items()})
                 for d in self.dimensions
             }
-            self.graded["weights", train] = {i: {d: refit[d][i] for d in refit} for i in held}
+            self.graded[candidate, train] = {i: {d: refit[d][i] for d in refit} for i in held}
 
     def _verdicts(self, indices: list[int], results: list[CaseResult]) -> Verdicts:
         return {
@@ -200,6 +227,21 @@ class _Fitting:
         scores = {c: kappa(self.pairs(c, d, cases, leave_out)) for c in candidates}
         return max(candidates, key=lambda c: (_score(scores[c]), -SIMPLEST_FIRST.index(c)))
 
+    def refitted(self, found: DimensionFit, everyone: list[int]) -> DimensionAlignment:
+        """The spec's `weights` or `probe` of a dimension, refitted on every label."""
+        d, why = found.dimension, found.why
+        if found.choice == "weights":
+            return DimensionAlignment(
+                choice="weights", why=why, weights=self.base.fitted(d, everyone)
+            )
+        assert self.probe is not None
+        heads = self.units.heads(d, everyone)
+        if not heads:  # no branch has labels enough for a head on all of them (rare)
+            return DimensionAlignment(choice="base", why=f"base kept: no head fitted ({why})")
+        return DimensionAlignment(
+            choice="probe", why=why, heads=heads, probe_rubrics=self.probe.rubrics
+        )
+
     def fit(self, d: AlignedDimension, labels: int) -> DimensionFit:
         labelled = [i for i, c in enumerate(self.cases) if label_of(c, d) is not None]
         held = {c: _held(self.pairs(c, d, labelled)) for c in self.candidates_for(d)}
@@ -225,26 +267,25 @@ class _Fitting:
 async def fit_alignment(
     cases: Sequence[Case], grader: Grader, *, policy: str | None = None, folds: int = 5,
     k: int = 4, seed: int = 0, candidates: Sequence[Candidate] = SIMPLEST_FIRST,
-    defaults: Defaults | None = None,
+    defaults: Defaults | None = None, probe: ProbeSource | None = None,
 ) -> AlignmentFit:  # fmt: skip
     """Fit the spec on the labelled cases, choosing among `candidates` (the base always
     measured; those with `policy` only with a policy; `weights` only with the judge's
-    `defaults`, on a dimension its verdicts weigh) (`InputError` where no dimension has
-    labels enough, or the cases hold too few conversations to nest the folds)."""
+    `defaults`, on a dimension its verdicts weigh; `probe` only with the embedded judge's
+    hidden states, `probe`) (`InputError` where no dimension has labels enough, or the cases
+    hold too few conversations to nest the folds)."""
     counts = label_counts(cases)
     dimensions = fitted_dimensions(counts)
     fold_of = assign_folds(cases, folds, seed)
-    fitting = _Fitting(cases, dimensions, policy, k, seed, fold_of, candidates, defaults)
+    fitting = _Fitting(cases, dimensions, policy, k, seed, fold_of, candidates, defaults, probe)
     await fitting.grade(grader)
     fits = [fitting.fit(d, counts[d]) for d in dimensions]
     left_base = {d: n for d, n in counts.items() if n > 0 and d not in dimensions}
     everyone = list(range(len(cases)))
     spec_dimensions: dict[AlignedDimension, DimensionAlignment] = {}
     for found in fits:  # the examples, or the weights, from all the labels
-        if found.choice == "weights":
-            weights = fitting.base.fitted(found.dimension, everyone)
-            assert weights is not None  # chosen only where the verdicts are weighable
-            chosen = DimensionAlignment(choice="weights", why=found.why, weights=weights)
+        if found.choice in REFITTED:
+            chosen = fitting.refitted(found, everyone)
         else:
             chosen = alignment_of(found.choice, found.why, policy, cases, everyone,
                                   found.dimension, k, seed)  # fmt: skip
@@ -260,9 +301,11 @@ async def fit_alignment(
         if any(label_of(c, d) is not None for d in counts)
     )
     spec = AlignedSpec(version=1, dimensions=spec_dimensions, fitted_on=fitted_on)
-    asked = "weights" in candidates
-    unweighable = [d for d in dimensions if asked and "weights" not in fitting.candidates_for(d)]
-    return AlignmentFit(spec, fits, left_base, len(set(fold_of)), unweighable)
+    unweighable, unprobed = (
+        [d for d in dimensions if c in candidates and c not in fitting.candidates_for(d)]
+        for c in REFITTED
+    )
+    return AlignmentFit(spec, fits, left_base, len(set(fold_of)), unweighable, unprobed)
 
 
 def drawn(candidate: Candidate) -> bool:
@@ -271,8 +314,8 @@ def drawn(candidate: Candidate) -> bool:
 
 
 def per_train(candidate: Candidate) -> bool:
-    """Whether the candidate is built anew from each training set (examples, weights)."""
-    return drawn(candidate) or candidate == "weights"
+    """Whether the candidate is built anew from each training set (examples, refits)."""
+    return drawn(candidate) or candidate in REFITTED
 
 
 def alignment_of(

@@ -39,7 +39,7 @@ def fit_heads(units: Sequence[Unit], *, hidden: bool = True) -> Heads:
     return heads
 
 
-def _says(unit: Unit, probabilities: list[float] | None) -> bool | None:
+def unit_says(unit: Unit, probabilities: list[float] | None) -> bool | None:
     """A unit's verdict: code's where code decided, else every call at 0.5 or above (the
     rubric's own where the way has no head for it)."""
     if unit.derived or probabilities is None:
@@ -47,7 +47,7 @@ def _says(unit: Unit, probabilities: list[float] | None) -> bool | None:
     return min(probabilities) >= 0.5
 
 
-def _probabilities(heads: Heads, unit: Unit) -> list[float] | None:
+def unit_probabilities(heads: Heads, unit: Unit) -> list[float] | None:
     head = heads.get((unit.dimension, unit.branch))
     if head is None or unit.hidden is None or not unit.rows:
         return None
@@ -85,9 +85,9 @@ def score(
     pairs: dict[str, list[tuple[bool, bool]]] = {way: [] for way in _WAYS}
     for i, unit in enumerate(test):
         says = {
-            "probe": _says(unit, _probabilities(heads, unit)),
-            "extras_only": _says(unit, _probabilities(plain, unit)),
-            "knn": _says(unit, knn.get(i)),
+            "probe": unit_says(unit, unit_probabilities(heads, unit)),
+            "extras_only": unit_says(unit, unit_probabilities(plain, unit)),
+            "knn": unit_says(unit, knn.get(i)),
             "rubric": unit.rubric_says,
         }
         if any(v is None for v in says.values()):

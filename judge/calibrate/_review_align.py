@@ -14,6 +14,7 @@ from typing import Any
 from judge._errors import InputError, JudgeError
 from judge.calibrate._align import AlignmentFit, fit_alignment
 from judge.calibrate._align_folds import MIN_LABELS, label_counts
+from judge.calibrate._align_probe import probe_source
 from judge.calibrate._review import Review
 from judge.cases._case import Case
 from judge.cases._files import write_atomically
@@ -123,11 +124,12 @@ class ReviewAlign:
                 raise NoVerdicts(f"the judge gave no verdict{f': {first}' if first else ''}")
             return results
 
-        async with judge_with(answers, None) as judge:  # what the `weights` refit starts from
+        async with judge_with(answers, None) as judge:  # what `weights` and `probe` start from
             defaults = judge.decision_defaults()
+            probe = probe_source(lambda: judge_with(answers, None), judge)
         return await fit_alignment(
             cases, grader, policy=self.policy, folds=self.folds, k=self.k, seed=self.seed,
-            defaults=defaults,
+            defaults=defaults, probe=probe,
         )  # fmt: skip
 
 

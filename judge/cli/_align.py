@@ -21,6 +21,7 @@ from judge.calibrate._align import (
     fit_alignment,
 )
 from judge.calibrate._align_folds import refuse_duplicate_ids
+from judge.calibrate._align_probe import probe_source
 from judge.cases._case import Case
 from judge.cases._loading import load_cases
 from judge.checks._result import CaseResult
@@ -182,11 +183,12 @@ async def _fit(
             async with make_judge({**options, "aligned": spec}) as judge:
                 return list(await judge.grade(chosen, on_result=lambda _: step(1)))
 
-        async with make_judge(options) as judge:  # what the `weights` refit starts from
+        async with make_judge(options) as judge:  # what `weights` and `probe` start from
             defaults = judge.decision_defaults()
+            probe = probe_source(lambda: make_judge(options), judge)
         return await fit_alignment(
             cases, grader, policy=policy, folds=folds, k=k, seed=seed, candidates=candidates,
-            defaults=defaults,
+            defaults=defaults, probe=probe,
         )  # fmt: skip
 
 
@@ -214,6 +216,11 @@ def _print(fitted: AlignmentFit, output: str) -> None:
         console.print(
             f"{dimension}: weights not measured: the judge's verdicts carry no answers to "
             "weigh anew (a scored rubric's do: the embedded judge's)"
+        )
+    for dimension in fitted.unprobed:
+        console.print(
+            f"{dimension}: probe not measured: it reads the embedded judge's hidden states "
+            "(this judge is another, or its verdicts carry no answers)"
         )
     console.print(f"aligned spec: {output}")
 

@@ -9,7 +9,8 @@ of its `example_text` against each example's text): a prompt of its own for each
 no cache serves. A case is never its own example: an example whose id or content hash is the
 graded case's is left out of that case's prompt. Or, for a scored rubric (the embedded
 judge's), `weights` refitted on the labels: the prompt unchanged, its answers weighed anew
-(as a calibration's fit does)."""
+(as a calibration's fit does). Or, for the embedded judge, a `probe` trained on the labels:
+heads on its hidden state that decide the dimension in place of its shipped probe's."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from judge._errors import InputError, JudgeError
 from judge.cases._case import Case
 from judge.cases._hash import content_hash
+from judge.judging._linear_probe import Head
 from judge.judging._rubric import Combine, RubricSet
 from judge.judging._sandbox import shorten
 from judge.judging._scored import PROBE_FEATURE, Fit
@@ -73,7 +75,7 @@ class DimensionAlignment(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    choice: Literal["base", "weights", "policy", "examples", "examples+policy"]
+    choice: Literal["base", "weights", "probe", "policy", "examples", "examples+policy"]
     why: str
     """Why this choice (held-out kappa before and after, or why the base was kept)."""
     policy: str | None = None
@@ -85,6 +87,11 @@ class DimensionAlignment(BaseModel):
     nearest it (TF-IDF cosine over the example text; ties to the earlier example)."""
     weights: AlignedWeights | None = None
     """Needed by the choice `weights` (and only there): the refitted decision."""
+    heads: tuple[Head, ...] = ()
+    """Needed by the choice `probe` (and only there): its heads, per branch, of this
+    dimension (a branch without one keeps the judge's own decision)."""
+    probe_rubrics: dict[str, str] = Field(default_factory=dict)
+    """`probe`: the scored rubrics (name: version) whose questions its heads read."""
     measured: dict[str, Any] = Field(default_factory=dict)
     """What the fitting measured (kappas, intervals): not part of the spec's hash."""
     _index: Any = PrivateAttr(default=None)
@@ -100,6 +107,13 @@ class DimensionAlignment(BaseModel):
             raise ValueError(f"nearest needs a choice with examples, not {self.choice!r}")
         if (self.choice == "weights") != (self.weights is not None):
             raise ValueError("weights go with the choice 'weights', and it needs them")
+        if (self.choice == "probe") != bool(self.heads):
+            raise ValueError("heads go with the choice 'probe', and it needs them")
+        for head in self.heads:
+            try:
+                head.check()
+            except ValueError as exc:
+                raise ValueError(f"heads: {exc}") from None
         return self
 
     def shown_to(self, case: Case) -> list[LabelledExample]:
@@ -154,6 +168,13 @@ class AlignedSpec(BaseModel):
         ids = {f.id for f in self.fitted_on}
         hashes = {f.sha256 for f in self.fitted_on}
         return [c.id for c in cases if c.id in ids or case_content_sha256(c) in hashes]
+
+    @model_validator(mode="after")
+    def _heads_of_their_dimension(self) -> AlignedSpec:
+        for name, found in self.dimensions.items():
+            if any(head.dimension != name for head in found.heads):
+                raise ValueError(f"{name}: a head of another dimension")
+        return self
 
     def alignment(self, dimension: str) -> DimensionAlignment | None:
         """The dimension's alignment, or None where its prompt is the base judge's."""
@@ -218,8 +239,8 @@ def spec_sha256(spec: AlignedSpec) -> str | None:
     for dimension in dumped["dimensions"].values():
         dimension.pop("measured", None)
         dimension.pop("why", None)
-        for added in ("nearest", "weights"):  # a spec from before them keeps its hash
-            if dimension.get(added) is None:
+        for added in ("nearest", "weights", "heads", "probe_rubrics"):  # older specs' hashes
+            if not dimension.get(added):
                 dimension.pop(added, None)
     return content_hash(dumped)
 
@@ -227,7 +248,8 @@ def spec_sha256(spec: AlignedSpec) -> str | None:
 def aligned_fits(aligned: AlignedSpec | None, rubrics: RubricSet, probing: object | None
                  ) -> dict[str, Fit]:  # fmt: skip
     """The decisions an aligned spec refitted (choice `weights`), by dimension, for a judge
-    with these rubrics, and a probe (`probing`) or None (`check_weights`)."""
+    with these rubrics, and a probe (`probing`) or None (`check_weights`): the judge's own
+    refitted decisions until a calibration record of it gives its own (`Judge.calibrate`)."""
     if aligned is None:
         return {}
     check_weights(aligned, {r.dimension for r in rubrics.all if r.scored}, probing is not None)

@@ -130,14 +130,12 @@ class Judge:
         self.escalation = escalation
         """A second judge that answers again the verdicts this one abstained from."""
         self._platt: dict[str, tuple[float, float]] = {}
-        self.probe = resolve_probe(
-            probe, embedded=self._endpoint is None, own_rubrics=rubrics is None
-        )
+        self.probe = resolve_probe(probe, embedded=self._endpoint is None,
+                                   own_rubrics=rubrics is None, aligned=self.aligned)  # fmt: skip
         """The probe that decides the scored verdicts (None: the rubrics' weights decide)."""
         if self.probe is not None:
             check_rubrics(self.probe, self.rubrics)
         self._probing = ProbeReader(self.probe, self._cache) if self.probe else None
-        # Per dimension, the aligned spec's refitted decision, or a calibration's (`calibrate`).
         self._fits: dict[str, Fit] = aligned_fits(self.aligned, self.rubrics, self._probing)
         self._identity = _identity_of(self)
         self._asker = Asker(

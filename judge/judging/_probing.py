@@ -10,9 +10,10 @@ from typing import Literal
 import numpy as np
 
 from judge._errors import JudgeError
+from judge.judging._aligned import AlignedSpec
 from judge.judging._cache import VerdictCache
 from judge.judging._hidden import HiddenStates
-from judge.judging._linear_probe import SHIPPED_PROBE, Probe, load_probe
+from judge.judging._linear_probe import SHIPPED_PROBE, Manifest, Probe, build_probe, load_probe
 from judge.judging._questions import Question
 from judge.judging._rubric import Combine, RubricSet
 from judge.judging._scored import PROBE_FEATURE, Ask, asks
@@ -33,8 +34,40 @@ def probe_ask(questions: list[Question]) -> Ask | None:
     return None
 
 
-def resolve_probe(choice: ProbeChoice, *, embedded: bool, own_rubrics: bool) -> Probe | None:
-    """The probe a judge decides with, checked against the embedded model file."""
+def resolve_probe(
+    choice: ProbeChoice, *, embedded: bool, own_rubrics: bool, aligned: AlignedSpec | None = None
+) -> Probe | None:
+    """The probe a judge decides with, checked against the embedded model file, with an
+    aligned spec's heads in place of its own (`aligned_probe`)."""
+    return aligned_probe(_chosen_probe(choice, embedded, own_rubrics), aligned, embedded=embedded)
+
+
+def aligned_probe(probe: Probe | None, aligned: AlignedSpec | None, *, embedded: bool
+                  ) -> Probe | None:  # fmt: skip
+    """The probe with the heads of an aligned spec's `probe` dimensions in place of its own
+    of the same dimension and branch (its other heads kept); `JudgeError` for a judge other
+    than the embedded one (the heads read its hidden states)."""
+    from judge.endpoints._local import MODEL_SHA256
+
+    chosen = [(n, f) for n, f in (aligned.dimensions.items() if aligned else ()) if f.heads]
+    if not chosen:
+        return probe
+    if not embedded:
+        raise JudgeError(
+            f"the aligned spec's {chosen[0][0]} probe reads the embedded judge's hidden states: "
+            "it cannot be used with another judge model or endpoint"
+        )
+    heads = dict(probe.heads) if probe is not None else {}
+    rubrics = dict(probe.manifest.rubrics) if probe is not None else {}
+    for _, found in chosen:
+        heads.update({(h.dimension, h.branch): h for h in found.heads})
+        rubrics.update(found.probe_rubrics)
+    created = probe.manifest.created if probe is not None else "judge align"
+    manifest = Manifest(created=created, model_sha256=MODEL_SHA256, rubrics=rubrics)
+    return build_probe(manifest, list(heads.values()))
+
+
+def _chosen_probe(choice: ProbeChoice, embedded: bool, own_rubrics: bool) -> Probe | None:
     from judge.endpoints._local import MODEL_SHA256
 
     if choice is None:
