@@ -51,9 +51,9 @@ SIMPLEST_FIRST: tuple[Candidate, ...] = (
     "base", "weights", "probe", "policy", "examples", "examples+policy", "nearest",
     "nearest+policy",
 )  # fmt: skip
-REFITTED: tuple[Candidate, ...] = ("weights", "probe")
-"""Candidates refitted on the base judge's verdicts, fold by fold: they ask nothing."""
 """Every candidate, the simpler first: a tie goes to the earlier."""
+REFITTED: tuple[Candidate, ...] = ("weights", "probe")
+"""Candidates refitted on the base judge's verdicts, fold by fold: they grade nothing anew."""
 Grader = Callable[[AlignedSpec | None, list[Case]], Awaitable[list[CaseResult]]]
 """Grades cases with a judge aligned by the spec (None: the base judge)."""
 Verdicts = dict[int, dict[AlignedDimension, str | None]]
@@ -100,7 +100,7 @@ class AlignmentFit:
     answers to weigh anew (not a scored rubric's)."""
     unprobed: list[AlignedDimension] = field(default_factory=list)
     """Dimensions `probe` was asked for but not measured on: not the embedded judge's, or
-    no hidden state and answers to learn from."""
+    no hidden state (none could be read) and answers to learn from."""
 
 
 class _Fitting:

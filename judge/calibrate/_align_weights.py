@@ -54,17 +54,18 @@ class BaseItems:
         self, d: AlignedDimension, train: Sequence[int], base: dict[int, str | None]
     ) -> dict[int, str | None]:
         """The verdicts of the cases in `base` (their base verdicts) by the decision refitted
-        on the cases at `train`: a verdict code decided (derived) stays as it is."""
+        on the cases at `train`: the base verdict where nothing was refitted or code decided
+        it (derived)."""
         weights = self.fitted(d, train)
         if weights is None:
-            return dict.fromkeys(base)
+            return dict(base)
         combine = {str(branch): c for branch, c in weights.combine.items()}
         decision = Fitted(method="scored", threshold=weights.threshold, combine=combine)
         found: dict[int, str | None] = {}
         for i, said in base.items():
             item = self.items[d][i]
             if item is None or item.derived:
-                found[i] = said if item is not None else None
+                found[i] = said
                 continue
             found[i] = "correct" if predict(decision, item).verdict else "incorrect"
         return found

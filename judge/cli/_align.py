@@ -219,8 +219,8 @@ def _print(fitted: AlignmentFit, output: str) -> None:
         )
     for dimension in fitted.unprobed:
         console.print(
-            f"{dimension}: probe not measured: it reads the embedded judge's hidden states "
-            "(this judge is another, or its verdicts carry no answers)"
+            f"{dimension}: probe not measured: it learns from the embedded judge's hidden "
+            "states and answers (this judge is another, or none could be read)"
         )
     console.print(f"aligned spec: {output}")
 

@@ -71,7 +71,8 @@ class AlignedWeights(BaseModel):
 
 class DimensionAlignment(BaseModel):
     """What one dimension's prompt gets: nothing (`base`), the policy, examples, or both;
-    or, its prompt unchanged, its answers weighed anew (`weights`)."""
+    or, its prompt unchanged, its answers weighed anew (`weights`) or decided by probe heads
+    trained on the labels (`probe`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -215,11 +216,11 @@ def as_aligned(aligned: str | Path | AlignedSpec | None) -> AlignedSpec | None:
 
 def prompts_only(aligned: str | Path | AlignedSpec | None) -> AlignedSpec | None:
     """The spec as another judge (an escalation judge) takes it: what reaches the prompts,
-    not the weights refitted on this judge's own answers."""
+    not the weights or probe heads fitted on this judge's own answers and hidden states."""
     spec = as_aligned(aligned)
     if spec is None:
         return None
-    kept = {name: found for name, found in spec.dimensions.items() if found.weights is None}
+    kept = {n: f for n, f in spec.dimensions.items() if f.weights is None and not f.heads}
     return spec.model_copy(update={"dimensions": kept})
 
 
