@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import random
 import subprocess
@@ -189,10 +190,26 @@ def fit(cases: Path, source: str, cache: Path, candidates: str, folds: int) -> N
         async with make_judge(options) as judge:  # what `weights` and `probe` start from
             defaults = judge.decision_defaults()
             probe = probe_source(lambda: make_judge(options), judge)
+        if probe is not None:  # the hidden states' reading timed as a grading is
+            probe = dataclasses.replace(probe, hidden=timed(probe.hidden))
         return await fit_alignment(
             labelled, grader, policy=policy_text, folds=params["folds"], k=params["k"],
             seed=params["fold_seed"], candidates=chosen, defaults=defaults, probe=probe,
         )  # fmt: skip
+
+    def timed(hidden: Any) -> Any:
+        async def reading(some: list[Case]) -> Any:
+            started = time.monotonic()
+            found = await hidden(some)
+            log.write(json.dumps({
+                "event": "hidden", "run": run, "cases": len(some),
+                "read": sum(h is not None for h in found),
+                "seconds": round(time.monotonic() - started, 3),
+            }) + "\n")  # fmt: skip
+            log.flush()
+            return found
+
+        return reading
 
     fitted = asyncio.run(aligned())
     output.write_text(fitted.spec.model_dump_json(indent=2) + "\n")
@@ -266,11 +283,15 @@ def measure(cache: Path, only: list[str] | None = None) -> dict[str, Any]:
                 entry["dimensions"][dimension] = {"choice": found["choice"], "why": found["why"]}
                 continue
             before, after = measured["before"]["kappa"], measured["after"]["kappa"]
+            nested = None if before is None or after is None else after - before
             entry["dimensions"][dimension] = {
                 "labels": measured["labels"],
                 "before": measured["before"],
                 "after": measured["after"],
-                "lift": None if before is None or after is None else after - before,
+                # what the user gets: the base judge where the command kept it, else the
+                # nested figure of the candidates it chose from
+                "lift": 0.0 if found["choice"] == "base" and nested is not None else nested,
+                "nested_lift": nested,
                 "candidates": measured["candidates"],
                 "choice": found["choice"] + (" (nearest)" if found.get("nearest") else ""),
                 "chosen_per_fold": measured["chosen_per_fold"],
@@ -353,20 +374,20 @@ def markdown(report: dict[str, Any]) -> str:
              if any(c in d.get("candidates", {}) for e in report["sources"].values()
                     for d in e["dimensions"].values())]  # fmt: skip
     head = ["source / dimension", "labels", "base, held out", *names[1:], "after (nested)",
-            "lift", "chosen", "chosen per outer fold"]  # fmt: skip
+            "nested lift", "chosen", "lift kept", "chosen per outer fold"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for source, entry in report["sources"].items():
         for dimension, d in entry["dimensions"].items():
             if "labels" not in d:
                 lines.append(f"| {source}/{dimension} | | | " + "| " * len(names[1:])
-                             + f"| | {d['choice']} | {d['why']} |")  # fmt: skip
+                             + f"| | {d['choice']} | | {d['why']} |")  # fmt: skip
                 continue
             cells = [_shown(d["candidates"].get(c), interval=False) for c in names[1:]]
             lines.append(
                 f"| {source}/{dimension} | {d['labels']} | {_shown(d['before'])} | "
                 + "".join(f"{c} | " for c in cells)
-                + f"{_shown(d['after'])} | {_number(d['lift'], '+.2f')} | {d['choice']} | "
-                + f"{', '.join(d['chosen_per_fold'])} |"
+                + f"{_shown(d['after'])} | {_number(d['nested_lift'], '+.2f')} | {d['choice']} | "
+                + f"{_number(d['lift'], '+.2f')} | {', '.join(d['chosen_per_fold'])} |"
             )
     lines += ["", "| source | cases | cases asked, every candidate | wall (fitting runs) |"]
     lines.append("|---|---|---|---|")

@@ -144,3 +144,15 @@ def test_the_probe_is_not_measured_for_a_hosted_judge_and_its_spec_is_refused_th
     assert "selection: probe not measured" in measured.output
     assert refused.exit_code == 2
     assert "probe reads the embedded judge's hidden states" in refused.output
+
+
+def test_the_probe_is_measured_only_when_named(tmp_path: Path, embedded: Any) -> None:
+    """It costs a hidden state a case: the default candidates leave it out, and read none."""
+    _, states = embedded
+    sample = write(tmp_path / "labelled.jsonl", labelled(40))
+    out = tmp_path / "aligned.json"
+    done = judge_run(tmp_path, "align", sample, "-o", str(out))
+    assert done.exit_code == 0, done.output
+    measured = load_aligned(out).dimensions["selection"].measured["candidates"]
+    assert "probe" not in measured and "weights" in measured
+    assert states.embedded == 0

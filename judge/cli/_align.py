@@ -13,6 +13,7 @@ import click
 
 from judge._errors import InputError, JudgeError
 from judge.calibrate._align import (
+    DEFAULT,
     SIMPLEST_FIRST,
     AlignmentFit,
     Candidate,
@@ -66,10 +67,10 @@ MAX_POLICY_CHARS = 8000
 )
 @click.option(
     "--candidates",
-    default=",".join(SIMPLEST_FIRST),
+    default=",".join(DEFAULT),
     show_default=True,
     help="The candidates measured, a comma list (the base always is; those with policy "
-    "only with --policy).",
+    "only with --policy; probe, the embedded judge's, only when named).",
 )
 @click.option(
     "--fold-seed",
@@ -123,7 +124,7 @@ def _candidates(given: str, policy: bool) -> list[Candidate]:
             f"--candidates: {', '.join(map(repr, unknown)) or 'none given'}: choose among "
             f"{', '.join(SIMPLEST_FIRST)}"
         )
-    if not policy and given != ",".join(SIMPLEST_FIRST):
+    if not policy and given != ",".join(DEFAULT):
         needing = [name for name in names if "policy" in name]
         if needing:
             raise InputError(f"--candidates: {', '.join(needing)} needs --policy")
