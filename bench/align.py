@@ -382,7 +382,10 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {source}/{dimension} | | | " + "| " * len(names[1:])
                              + f"| | {d['choice']} | | {d['why']} |")  # fmt: skip
                 continue
-            cells = [_shown(d["candidates"].get(c), interval=False) for c in names[1:]]
+            cells = [
+                _shown(d["candidates"][c], interval=False) if c in d["candidates"] else "not run"
+                for c in names[1:]
+            ]
             lines.append(
                 f"| {source}/{dimension} | {d['labels']} | {_shown(d['before'])} | "
                 + "".join(f"{c} | " for c in cells)
