@@ -183,7 +183,7 @@ class _Fitting:
         each case's hidden state)."""
         if "weights" in self.candidates:
             self.base = BaseItems(self.cases, results, self.defaults, self.dimensions)
-        if "probe" in self.candidates and self.probe is not None:
+        if self.probe is not None and "probe" in self.candidates:
             states = await self.probe.hidden(self.cases)
             self.units = ProbeUnits(self.cases, results, states, self.dimensions)
 

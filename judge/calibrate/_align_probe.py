@@ -15,7 +15,7 @@ import numpy as np
 from jinja2 import TemplateError
 
 from judge._errors import JudgeError
-from judge.calibrate._probe_data import Unit, units_of
+from judge.calibrate._probe_data import Unit, hidden_ask, units_of
 from judge.calibrate._probe_train import Heads, fit_heads, unit_probabilities, unit_says
 from judge.cases._calls import ShapeError
 from judge.cases._case import Case
@@ -24,7 +24,6 @@ from judge.judging._aligned import AlignedDimension
 from judge.judging._grade import Judge
 from judge.judging._hidden import HiddenStates
 from judge.judging._linear_probe import Head
-from judge.judging._probing import probe_ask
 
 Hidden = Callable[[list[Case]], Awaitable[list[np.ndarray | None]]]
 """Reads each case's hidden state (None: the case has no scored question)."""
@@ -93,7 +92,7 @@ async def hidden_states(judge: Judge, cases: list[Case]) -> list[np.ndarray | No
     try:
         for case in cases:
             try:
-                ask = probe_ask(judge.questions(case, judge.check(case)).questions)
+                ask = hidden_ask(judge, case)
                 found.append(None if ask is None else await states.of(ask.messages))
             except (JudgeError, TemplateError, ShapeError, ValueError):
                 found.append(None)

@@ -22,7 +22,7 @@ from judge.judging._grade import Judge
 from judge.judging._hidden import HiddenStates
 from judge.judging._probing import probe_ask
 from judge.judging._questions import used_tools
-from judge.judging._scored import PROBE_FEATURE
+from judge.judging._scored import PROBE_FEATURE, Ask
 
 DIMENSIONS = ("selection", "arguments", "answer")
 
@@ -152,12 +152,17 @@ def labelled(case: Case) -> bool:
     )
 
 
+def hidden_ask(judge: Judge, case: Case) -> Ask | None:
+    """The prompt whose hidden state a probe reads for the case: its first scored question's."""
+    return probe_ask(judge.questions(case, judge.check(case)).questions)
+
+
 async def _case_units(
     source: str, case: Case, judge: Judge, states: HiddenStates, only_cached: bool
 ) -> list[Unit] | None:
     """The case's units, or None when it is left out (not cached whole, with `only_cached`;
     or its judge could not judge it)."""
-    ask = probe_ask(judge.questions(case, judge.check(case)).questions)
+    ask = hidden_ask(judge, case)
     hidden = None
     if ask is not None:
         hidden = await states.cached(ask.messages)
